@@ -1,0 +1,10 @@
+"""chainrule: automatic differentiation as a compiler, in Python."""
+
+from . import ops  # noqa: F401  (registers the operators)
+from .backend.interpret import run
+from .errors import ChainruleError, ParseError, VerifyError
+from .frontend.tracer import trace
+from .ir import Module, parse, structural_equal, verify
+
+__all__ = ["ChainruleError", "Module", "ParseError", "VerifyError", "parse", "run",
+           "structural_equal", "trace", "verify"]

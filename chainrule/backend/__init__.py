@@ -1,0 +1,5 @@
+"""Execution: the reference interpreter and the code generator."""
+
+from .interpret import Interpreter, run
+
+__all__ = ["Interpreter", "run"]

@@ -1,0 +1,159 @@
+"""The reference interpreter: runs any Module on NumPy.
+
+Bindings run in a loop; Python recursion follows only block nesting and the
+program's own calls (a recursive function recurses here too).
+
+>>> import numpy as np
+>>> import chainrule as cr
+>>> m = cr.parse('''
+... def main(x: f64[3]) -> f64:
+...     y = multiply(x, x)
+...     s = sum(y)
+...     return s
+... ''')
+>>> float(run(m, np.array([1.0, 2.0, 3.0])))
+14.0
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InterpretError
+from ..ir.nodes import (
+    Block,
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Module,
+    Tuple,
+    TupleGetItem,
+    Var,
+    While,
+)
+from ..ir.op import Op
+from ..ir.types import FuncType, TensorType, TupleType
+from ..ir.visitor import free_vars
+
+
+class Closure:
+    """A function value: the Function and the values of its free variables."""
+
+    __slots__ = ("fn", "env", "interp")
+
+    def __init__(self, fn: Function, env: dict, interp: Interpreter):
+        self.fn = fn
+        self.env = env
+        self.interp = interp
+
+    def __call__(self, *args):
+        env = dict(self.env)
+        return self.interp.call_function(self.fn, args, env)
+
+
+class Interpreter:
+    def __init__(self, module: Module):
+        self.module = module
+        self._free: dict[int, list] = {}
+
+    def value_of(self, x, env):
+        if isinstance(x, Var):
+            return env[x]
+        if isinstance(x, Constant):
+            return x.data
+        if isinstance(x, Tuple):
+            return tuple(self.value_of(f, env) for f in x.fields)
+        raise InterpretError(f"not an atom: {x!r}")
+
+    def call_function(self, fn: Function, args, env: dict):
+        if len(args) != len(fn.params):
+            raise InterpretError(f"function takes {len(fn.params)} arguments, got {len(args)}")
+        for p, a in zip(fn.params, args):
+            env[p] = a
+        return self.block(fn.body, env)
+
+    def call_global(self, name: str, args):
+        return self.call_function(self.module[name], args, {})
+
+    def block(self, block: Block, env: dict):
+        value_of = self.value_of
+        for b in block.bindings:
+            v = b.value
+            if type(v) is Call:
+                callee = v.callee
+                args = [value_of(a, env) for a in v.args]
+                if isinstance(callee, Op):
+                    env[b.var] = callee.kernel(*args, **v.attrs)
+                elif isinstance(callee, GlobalVar):
+                    env[b.var] = self.call_global(callee.name, args)
+                else:
+                    env[b.var] = env[callee](*args)
+            elif type(v) is TupleGetItem:
+                env[b.var] = value_of(v.tuple_value, env)[v.index]
+            elif type(v) is If:
+                branch = v.then_block if bool(value_of(v.cond, env)) else v.else_block
+                env[b.var] = self.block(branch, env)
+            elif type(v) is While:
+                env[b.var] = self.loop(v, env)
+            elif type(v) is Function:
+                key = id(v)
+                if key not in self._free:
+                    self._free[key] = (v, free_vars(v))
+                env[b.var] = Closure(v, {fv: env[fv] for fv in self._free[key][1]}, self)
+            else:
+                env[b.var] = value_of(v, env)
+        return value_of(block.result, env)
+
+    def loop(self, w: While, env: dict):
+        carry = [self.value_of(i, env) for i in w.init]
+        while True:
+            for lv, c in zip(w.loop_vars, carry):
+                env[lv] = c
+            if not bool(self.block(w.cond, env)):
+                break
+            nxt = self.block(w.body, env)
+            carry = [nxt] if len(w.loop_vars) == 1 else list(nxt)
+        return carry[0] if len(carry) == 1 else tuple(carry)
+
+
+def _coerce(arg, t, where: str):
+    if isinstance(t, TensorType):
+        arr = np.asarray(arg)
+        if arr.dtype != t.dtype.numpy:
+            if np.can_cast(arr.dtype, t.dtype.numpy, "same_kind") or arr.ndim == 0:
+                arr = arr.astype(t.dtype.numpy)
+            else:
+                raise InterpretError(f"{where}: expected {t!r}, got an array of dtype {arr.dtype}")
+        if len(arr.shape) != len(t.shape) or any(
+            isinstance(d, int) and d != s for d, s in zip(t.shape, arr.shape)
+        ):
+            raise InterpretError(f"{where}: expected shape {t!r}, got {arr.shape}")
+        return arr
+    if isinstance(t, TupleType):
+        if not isinstance(arg, (tuple, list)) or len(arg) != len(t.fields):
+            raise InterpretError(f"{where}: expected a tuple {t!r}")
+        return tuple(_coerce(a, f, where) for a, f in zip(arg, t.fields))
+    if isinstance(t, FuncType):
+        if not callable(arg):
+            raise InterpretError(f"{where}: expected a function")
+        return arg
+    return arg
+
+
+def run(module: Module, *args, func: str = "main"):
+    """Run ``func`` of ``module`` on the arguments (arrays, scalars, tuples)."""
+    if func not in module.functions:
+        if len(module.functions) == 1:
+            func = next(iter(module.functions))
+        else:
+            raise InterpretError(f"no function {func!r} in the module; it has "
+                                 f"{list(module.functions)}")
+    fn = module.functions[func]
+    if len(args) != len(fn.params):
+        raise InterpretError(
+            f"{func} takes {len(fn.params)} argument(s) "
+            f"({', '.join(p.name for p in fn.params)}), got {len(args)}")
+    args = [_coerce(a, p.type, f"{func}: argument {p.name}") for a, p in zip(args, fn.params)]
+    return Interpreter(module).call_function(fn, args, {})

@@ -1,0 +1,65 @@
+"""The one exception hierarchy of chainrule.
+
+Every user mistake surfaces as a subclass of :class:`ChainruleError` whose
+message says what is wrong and where (op, variable, shapes, line:column).
+"""
+
+from __future__ import annotations
+
+
+class ChainruleError(Exception):
+    """Base class of every error chainrule raises on bad input."""
+
+
+class TypeInferenceError(ChainruleError, TypeError):
+    """An op was given operands of incompatible shapes or dtypes."""
+
+
+class ParseError(ChainruleError, SyntaxError):
+    """Text IR that is not valid; carries ``lineno`` and ``col`` (1-based)."""
+
+    def __init__(self, message: str, lineno: int | None = None, col: int | None = None):
+        self.message = message
+        self.line = lineno
+        self.col = col
+        where = f"line {lineno}:{col}: " if lineno is not None else ""
+        super().__init__(where + message)
+
+    def __str__(self) -> str:
+        where = f"line {self.line}:{self.col}: " if self.line is not None else ""
+        return where + self.message
+
+
+class VerifyError(ChainruleError):
+    """A module that is not well formed (unbound or rebound variable, wrong type)."""
+
+
+class UnknownOpError(ChainruleError, KeyError):
+    """A name that is not a registered op."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want the message
+        return str(self.args[0]) if self.args else ""
+
+
+class TraceError(ChainruleError):
+    """Tracing met something it cannot turn into IR."""
+
+
+class ConcretizationError(TraceError):
+    """Python control flow (``if``, ``while``, ``float()``) on a traced value."""
+
+
+class GradientError(ChainruleError):
+    """A differentiation request that cannot be honoured."""
+
+
+class NoRuleError(GradientError):
+    """An op with no registered derivative rule."""
+
+
+class InterpretError(ChainruleError):
+    """The interpreter could not run a module (e.g. wrong number of arguments)."""
+
+
+class TransposeError(ChainruleError):
+    """A program given to ``transpose`` that is not linear in its inputs."""

@@ -1,0 +1,109 @@
+"""A builder that infers types as it emits, so a malformed program is refused
+where it is built.
+
+>>> from chainrule.ir import Builder, TensorType, get_op
+>>> import chainrule.ops  # registers the operators
+>>> b = Builder()
+>>> x = b.param("x", TensorType((5, 5), "f32"))
+>>> y = b.call(get_op("sum"), [b.call(get_op("add"), [x, x])])
+>>> m = b.finish_module("main", y)
+>>> print(m)
+def main(x: f32[5, 5]) -> f32:
+    lv0 = add(x, x)
+    lv1 = sum(lv0)
+    return lv1
+"""
+
+from __future__ import annotations
+
+from ..errors import ChainruleError, TypeInferenceError
+from .infer import arg_type, infer_value, simple_block_type
+from .nodes import Binding, Block, Call, Function, Module, Tuple, Var, is_arg
+from .op import Op
+from .types import FuncType, Type
+
+
+class Builder:
+    """Emits bindings into a stack of open blocks, inferring each variable's type."""
+
+    def __init__(self, module: Module | None = None):
+        self.module = module if module is not None else Module()
+        self.params: list[Var] = []
+        self._frames: list[list[Binding]] = [[]]
+        self._counter = 0
+        self.extra_globals: dict[str, FuncType] = {}
+
+    # -- names and types -------------------------------------------------------
+    def fresh_name(self, hint: str | None = None) -> str:
+        if hint:
+            return hint
+        name = f"lv{self._counter}"
+        self._counter += 1
+        return name
+
+    def global_type(self, name: str) -> FuncType:
+        if name in self.extra_globals:
+            return self.extra_globals[name]
+        if name in self.module.functions:
+            return self.module.functions[name].type
+        raise TypeInferenceError(f"call to unknown function {name!r}")
+
+    # -- emitting ----------------------------------------------------------------
+    def param(self, name: str, type: Type) -> Var:
+        v = Var(name, type)
+        self.params.append(v)
+        return v
+
+    def emit(self, value, name: str | None = None) -> Var:
+        """Bind ``value`` to a new variable whose type is inferred; returns the variable."""
+        value, t = infer_value(value, self.global_type, simple_block_type)
+        var = Var(self.fresh_name(name), t)
+        self._frames[-1].append(Binding(var, value))
+        return var
+
+    def bind(self, var: Var, value) -> Var:
+        """Bind an existing variable (its type must match the value's)."""
+        value, t = infer_value(value, self.global_type, simple_block_type)
+        if t != var.type:
+            raise TypeInferenceError(f"{var.name} has type {var.type!r} but is bound to {t!r}")
+        self._frames[-1].append(Binding(var, value))
+        return var
+
+    def call(self, callee, args, attrs: dict | None = None, name: str | None = None) -> Var:
+        for a in args:
+            if not is_arg(a):
+                what = callee.name if isinstance(callee, Op) else getattr(callee, "name", callee)
+                raise ChainruleError(f"{what}: argument {a!r} is not a variable or constant")
+        return self.emit(Call(callee, args, attrs or {}), name)
+
+    # -- blocks --------------------------------------------------------------------
+    def begin_block(self) -> None:
+        self._frames.append([])
+
+    def end_block(self, result) -> Block:
+        if len(self._frames) == 1:
+            raise ChainruleError("end_block without begin_block")
+        if isinstance(result, (list, tuple)):
+            result = Tuple(result)
+        arg_type(result)  # a block's result is an atom or a tuple of atoms
+        return Block(self._frames.pop(), result)
+
+    @property
+    def bindings(self) -> list[Binding]:
+        return self._frames[-1]
+
+    def finish_function(self, result, ret_type: Type | None = None) -> Function:
+        if len(self._frames) != 1:
+            raise ChainruleError("finish_function with blocks still open")
+        if isinstance(result, (list, tuple)):
+            result = Tuple(result)
+        rt = arg_type(result)
+        if ret_type is not None and ret_type != rt:
+            raise TypeInferenceError(f"function returns {rt!r} but declares {ret_type!r}")
+        fn = Function(self.params, Block(self._frames[0], result), rt)
+        self._frames = [[]]
+        self.params = []
+        return fn
+
+    def finish_module(self, name: str, result) -> Module:
+        return self.module.with_function(name, self.finish_function(result))

@@ -1,0 +1,230 @@
+"""IR nodes: immutable, in A-normal form.
+
+A ``Block`` is a list of ``Binding(var, value)`` and a result. A value is a
+``Call`` (of an ``Op``, a ``GlobalVar`` or a ``Var`` holding a function), a
+``Tuple``, a ``TupleGetItem``, an atom (``Var`` or ``Constant``: assignment),
+an ``If``, a ``While`` or a ``Function`` (a closure). Call arguments are atoms
+or tuples of atoms. Every variable is bound once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ChainruleError
+from .types import DType, FuncType, TensorType, TupleType, Type
+
+
+class Expr:
+    __slots__ = ()
+
+
+class Var(Expr):
+    """A variable; identity-hashed. ``name`` is only a hint for printing."""
+
+    __slots__ = ("name", "type")
+
+    def __init__(self, name: str, type: Type):
+        if not isinstance(type, Type):
+            raise ChainruleError(f"variable {name!r} needs a type, not {type!r}")
+        self.name = name
+        self.type = type
+
+    def __repr__(self) -> str:
+        return f"%{self.name}: {self.type!r}"
+
+
+class GlobalVar(Expr):
+    """A reference to a function of the module, by name."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, GlobalVar) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("GlobalVar", self.name))
+
+    def __repr__(self) -> str:
+        return f"@{self.name}"
+
+
+class Constant(Expr):
+    """A constant array (read-only)."""
+
+    __slots__ = ("data", "type")
+
+    def __init__(self, data):
+        arr = np.array(data, copy=True)
+        arr.setflags(write=False)
+        self.data = arr
+        self.type = TensorType(arr.shape, DType(arr.dtype))
+
+    def __repr__(self) -> str:
+        return f"Constant({self.data!r})"
+
+
+class Call(Expr):
+    __slots__ = ("callee", "args", "attrs")
+
+    def __init__(self, callee, args, attrs=None):
+        self.callee = callee
+        self.args = tuple(args)
+        self.attrs = dict(attrs) if attrs else {}
+
+    def __repr__(self) -> str:
+        name = getattr(self.callee, "name", self.callee)
+        return f"Call({name}, {self.args!r}, {self.attrs!r})"
+
+
+class Tuple(Expr):
+    __slots__ = ("fields",)
+
+    def __init__(self, fields):
+        self.fields = tuple(fields)
+
+    def __repr__(self) -> str:
+        return f"Tuple{self.fields!r}"
+
+
+class TupleGetItem(Expr):
+    __slots__ = ("tuple_value", "index")
+
+    def __init__(self, tuple_value, index: int):
+        self.tuple_value = tuple_value
+        self.index = int(index)
+
+
+class Binding:
+    __slots__ = ("var", "value")
+
+    def __init__(self, var: Var, value: Expr):
+        self.var = var
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Binding({self.var!r} = {self.value!r})"
+
+
+class Block:
+    """Bindings in order, then a result (an atom or a tuple of atoms)."""
+
+    __slots__ = ("bindings", "result")
+
+    def __init__(self, bindings, result):
+        self.bindings = tuple(bindings)
+        self.result = result
+
+
+class If(Expr):
+    __slots__ = ("cond", "then_block", "else_block")
+
+    def __init__(self, cond, then_block: Block, else_block: Block):
+        self.cond = cond
+        self.then_block = then_block
+        self.else_block = else_block
+
+
+class While(Expr):
+    """A structured loop with loop-carried values.
+
+    Each iteration binds ``loop_vars`` to the current carry, runs ``cond`` (a
+    block whose result is a bool scalar) and, if true, runs ``body`` (which
+    may use ``cond``'s bindings) whose result is the next carry. The loop's
+    value is the final carry: a tuple when there are several loop variables.
+    """
+
+    __slots__ = ("loop_vars", "init", "cond", "body")
+
+    def __init__(self, loop_vars, init, cond: Block, body: Block):
+        self.loop_vars = tuple(loop_vars)
+        self.init = tuple(init)
+        self.cond = cond
+        self.body = body
+        if len(self.loop_vars) != len(self.init):
+            raise ChainruleError(
+                f"while loop has {len(self.loop_vars)} loop variables but "
+                f"{len(self.init)} initial values"
+            )
+
+    @property
+    def result_type(self) -> Type:
+        if len(self.loop_vars) == 1:
+            return self.loop_vars[0].type
+        return TupleType(v.type for v in self.loop_vars)
+
+
+class Function(Expr):
+    """A function; as a binding's value it is a closure over its free variables."""
+
+    __slots__ = ("params", "body", "ret_type")
+
+    def __init__(self, params, body: Block, ret_type: Type):
+        self.params = tuple(params)
+        self.body = body
+        self.ret_type = ret_type
+
+    @property
+    def type(self) -> FuncType:
+        return FuncType([p.type for p in self.params], self.ret_type)
+
+
+ATOMS = (Var, Constant)
+
+
+def is_atom(x) -> bool:
+    return isinstance(x, ATOMS)
+
+
+def is_arg(x) -> bool:
+    """An atom, or a (nested) tuple of atoms: what a call argument may be."""
+    if isinstance(x, ATOMS):
+        return True
+    return isinstance(x, Tuple) and all(is_arg(f) for f in x.fields)
+
+
+class Module:
+    """An ordered map from names to functions. Never mutated: passes build new modules."""
+
+    __slots__ = ("functions", "meta")
+
+    def __init__(self, functions=None, meta=None):
+        self.functions: dict[str, Function] = dict(functions or {})
+        self.meta = dict(meta or {})  # e.g. pytree structure of traced modules; not printed
+
+    def __getitem__(self, name: str) -> Function:
+        try:
+            return self.functions[name]
+        except KeyError:
+            raise ChainruleError(
+                f"no function named {name!r} in the module (it has {list(self.functions)})"
+            ) from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.functions
+
+    def with_function(self, name: str, fn: Function) -> Module:
+        funcs = dict(self.functions)
+        funcs[name] = fn
+        return Module(funcs, self.meta)
+
+    def func_type(self, name: str) -> FuncType:
+        return self[name].type
+
+    def __str__(self) -> str:
+        from .printer import print_module
+
+        return print_module(self)
+
+    def __repr__(self) -> str:
+        return f"<Module {list(self.functions)}>"
+
+    def __eq__(self, other) -> bool:
+        from .equal import structural_equal
+
+        return isinstance(other, Module) and structural_equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]

@@ -1,0 +1,245 @@
+"""Print a Module as Python source that ``chainrule.parse`` reads back.
+
+Loops over bindings; recursion only follows block nesting, so a program of
+any length prints.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+import numpy as np
+
+from ..errors import ChainruleError
+from .indexing import ArrayIndex, Slice
+from .nodes import (
+    Block,
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Module,
+    Tuple,
+    TupleGetItem,
+    Var,
+    While,
+)
+from .op import OPS, Op
+from .types import DTYPES, DType
+
+INLINE_CONSTANT_SIZE = 16  # larger constants are hoisted to module-level names
+SYNTAX_NAMES = {"tuple", "Callable", "inf", "nan", "True", "False", "None", "slice"}
+SPECIAL_PRINT = {}  # op name -> function(printer, call, names) -> str
+
+
+def reserved_names() -> set[str]:
+    return set(OPS) | set(DTYPES) | SYNTAX_NAMES | set(keyword.kwlist)
+
+
+def format_scalar(value, dtype: DType) -> str:
+    if dtype.is_bool:
+        return "True" if bool(value) else "False"
+    if dtype.is_int:
+        return str(int(value))
+    if dtype[0] == "c":
+        raise ChainruleError("complex constants cannot be printed yet")
+    text = str(dtype.numpy.type(value))
+    if text in ("inf", "-inf", "nan"):
+        return text
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return text
+
+
+def format_constant_data(data: np.ndarray) -> str:
+    dtype = DType(data.dtype)
+    if data.ndim == 0:
+        text = format_scalar(data.item(), dtype)
+        if dtype in ("f64", "i64", "bool"):
+            return text
+        return f"{dtype}({text})"
+    if 0 in data.shape:
+        return f"{dtype}([], shape={format_attr(tuple(data.shape))})"
+
+    def nested(a):
+        if a.ndim == 1:
+            return "[" + ", ".join(format_scalar(v, dtype) for v in a.tolist()) + "]"
+        return "[" + ", ".join(nested(sub) for sub in a) + "]"
+
+    return f"{dtype}({nested(data)})"
+
+
+def format_attr(value) -> str:
+    if isinstance(value, DType):
+        return str(value)
+    if value is None or isinstance(value, (bool, int)):
+        return repr(value)
+    if isinstance(value, float):
+        return format_scalar(value, DType("f64"))
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, tuple):
+        if len(value) == 1:
+            return f"({format_attr(value[0])},)"
+        return "(" + ", ".join(format_attr(v) for v in value) + ")"
+    raise ChainruleError(f"cannot print attribute value {value!r}")
+
+
+class Printer:
+    def __init__(self, module: Module):
+        self.module = module
+        self.lines: list[str] = []
+        self.const_names: dict[int, str] = {}
+        self.header: list[str] = []
+        self.reserved = reserved_names() | set(module.functions)
+
+    # -- names -----------------------------------------------------------------
+    def _assign(self, names: dict, taken: set, var: Var) -> str:
+        hint = var.name if isinstance(var.name, str) and var.name.isidentifier() else "v"
+        name, k = hint, 0
+        while name in taken:
+            k += 1
+            name = f"{hint}_{k}"
+        taken.add(name)
+        names[var] = name
+        return name
+
+    def _name_block(self, names, taken, block: Block) -> None:
+        for b in block.bindings:
+            self._assign(names, taken, b.var)
+            v = b.value
+            if isinstance(v, If):
+                self._name_block(names, taken, v.then_block)
+                self._name_block(names, taken, v.else_block)
+            elif isinstance(v, While):
+                for lv in v.loop_vars:
+                    self._assign(names, taken, lv)
+                self._name_block(names, taken, v.cond)
+                self._name_block(names, taken, v.body)
+            elif isinstance(v, Function):
+                for p in v.params:
+                    self._assign(names, taken, p)
+                self._name_block(names, taken, v.body)
+
+    # -- atoms -------------------------------------------------------------------
+    def atom(self, x, names) -> str:
+        if isinstance(x, Var):
+            try:
+                return names[x]
+            except KeyError:
+                raise ChainruleError(f"variable {x.name} is used but never bound") from None
+        if isinstance(x, Constant):
+            if x.data.size > INLINE_CONSTANT_SIZE:
+                key = id(x)
+                if key not in self.const_names:
+                    name = f"c{len(self.const_names)}"
+                    while name in self.reserved:
+                        name = "_" + name
+                    self.const_names[key] = name
+                    self.header.append(f"{name} = {format_constant_data(x.data)}")
+                return self.const_names[key]
+            return format_constant_data(x.data)
+        if isinstance(x, Tuple):
+            inner = [self.atom(f, names) for f in x.fields]
+            return f"({inner[0]},)" if len(inner) == 1 else "(" + ", ".join(inner) + ")"
+        if isinstance(x, GlobalVar):
+            return x.name
+        raise ChainruleError(f"not an atom: {x!r}")
+
+    def value(self, v, names) -> str:
+        if isinstance(v, Call):
+            args = [self.atom(a, names) for a in v.args]
+            if isinstance(v.callee, Op):
+                special = SPECIAL_PRINT.get(v.callee.name)
+                if special is not None:
+                    return special(v, args)
+                defaults = v.callee.attrs
+                for key, val in v.attrs.items():
+                    default = defaults.get(key)
+                    if type(default) is type(val) and default == val:
+                        continue
+                    args.append(f"{key}={format_attr(val)}")
+                return f"{v.callee.name}({', '.join(args)})"
+            callee = v.callee.name if isinstance(v.callee, GlobalVar) else names[v.callee]
+            return f"{callee}({', '.join(args)})"
+        if isinstance(v, TupleGetItem):
+            return f"{self.atom(v.tuple_value, names)}[{v.index}]"
+        return self.atom(v, names)
+
+    # -- statements ----------------------------------------------------------------
+    def block(self, block: Block, names, indent: str, result_target: str | None) -> None:
+        out = self.lines
+        for b in block.bindings:
+            name = names[b.var]
+            v = b.value
+            if isinstance(v, If):
+                out.append(f"{indent}if {self.atom(v.cond, names)}:")
+                self.block(v.then_block, names, indent + "    ", name)
+                out.append(f"{indent}else:")
+                self.block(v.else_block, names, indent + "    ", name)
+            elif isinstance(v, While):
+                lvs = ", ".join(names[lv] for lv in v.loop_vars)
+                inits = ", ".join(self.atom(i, names) for i in v.init)
+                out.append(f"{indent}{lvs} = {inits}")
+                out.append(f"{indent}while True:")
+                inner = indent + "    "
+                self.block(v.cond, names, inner, None)
+                out.append(f"{inner}if not {self.atom(v.cond.result, names)}:")
+                out.append(f"{inner}    break")
+                self.block(v.body, names, inner, None)
+                res = v.body.result
+                if len(v.loop_vars) > 1 and isinstance(res, Tuple):
+                    text = ", ".join(self.atom(f, names) for f in res.fields)
+                else:
+                    text = self.atom(res, names)
+                out.append(f"{inner}{lvs} = {text}")
+                packed = lvs if len(v.loop_vars) == 1 else f"({lvs})"
+                out.append(f"{indent}{name} = {packed}")
+            elif isinstance(v, Function):
+                self.function(name, v, names, indent)
+            else:
+                out.append(f"{indent}{name} = {self.value(v, names)}")
+        if result_target is not None:
+            out.append(f"{indent}{result_target} = {self.atom(block.result, names)}")
+
+    def function(self, name: str, fn: Function, names: dict, indent: str) -> None:
+        params = ", ".join(f"{names[p]}: {p.type!r}" for p in fn.params)
+        self.lines.append(f"{indent}def {name}({params}) -> {fn.ret_type!r}:")
+        self.block(fn.body, names, indent + "    ", None)
+        self.lines.append(f"{indent}    return {self.atom(fn.body.result, names)}")
+
+    def run(self) -> str:
+        chunks = []
+        for fname, fn in self.module.functions.items():
+            names: dict[Var, str] = {}
+            taken = set(self.reserved) | set(self.const_names.values())
+            for p in fn.params:
+                self._assign(names, taken, p)
+            self._name_block(names, taken, fn.body)
+            self.lines = []
+            self.function(fname, fn, names, "")
+            chunks.append("\n".join(self.lines))
+        text = "\n\n".join(chunks)
+        if self.header:
+            text = "\n".join(self.header) + "\n\n" + text
+        return text + "\n"
+
+
+def print_module(module: Module) -> str:
+    return Printer(module).run()
+
+
+def format_index_key(key, args) -> str:
+    """``x[0, 1:3, None, i]`` style text of an index key; ``args`` are the printed arrays."""
+    parts = []
+    for k in key:
+        if isinstance(k, Slice):
+            parts.append(str(k))
+        elif isinstance(k, ArrayIndex):
+            parts.append(args[k.position])
+        else:
+            parts.append(repr(k))
+    if len(parts) == 1:
+        return parts[0]
+    return ", ".join(parts) if parts else "()"

@@ -1,0 +1,206 @@
+"""Iterative visitor and mutator base classes.
+
+Bindings are walked in loops; recursion only follows the nesting of blocks
+(if branches, loop bodies, nested functions), never the length of a program.
+"""
+
+from __future__ import annotations
+
+from .builder import Builder
+from .nodes import (
+    Binding,
+    Block,
+    Call,
+    Constant,
+    Function,
+    If,
+    Module,
+    Tuple,
+    TupleGetItem,
+    Var,
+    While,
+)
+
+
+def nested_blocks(value):
+    """The blocks directly inside a binding value."""
+    if isinstance(value, If):
+        return (value.then_block, value.else_block)
+    if isinstance(value, While):
+        return (value.cond, value.body)
+    if isinstance(value, Function):
+        return (value.body,)
+    return ()
+
+
+def atoms_of(value):
+    """The atoms a value reads directly (not inside nested blocks)."""
+    if isinstance(value, Call):
+        out = [value.callee] if isinstance(value.callee, Var) else []
+        for a in value.args:
+            out.extend(_flat(a))
+        return out
+    if isinstance(value, TupleGetItem):
+        return _flat(value.tuple_value)
+    if isinstance(value, (Var, Constant, Tuple)):
+        return _flat(value)
+    if isinstance(value, If):
+        return _flat(value.cond)
+    if isinstance(value, While):
+        out = []
+        for i in value.init:
+            out.extend(_flat(i))
+        return out
+    return []
+
+
+def _flat(x):
+    if isinstance(x, Tuple):
+        out = []
+        for f in x.fields:
+            out.extend(_flat(f))
+        return out
+    return [x]
+
+
+def vars_used(value) -> list[Var]:
+    """Every variable read by a value, including inside its nested blocks."""
+    out = [a for a in atoms_of(value) if isinstance(a, Var)]
+    stack = list(nested_blocks(value))
+    while stack:
+        block = stack.pop()
+        for b in block.bindings:
+            out.extend(a for a in atoms_of(b.value) if isinstance(a, Var))
+            stack.extend(nested_blocks(b.value))
+        out.extend(a for a in _flat(block.result) if isinstance(a, Var))
+    return out
+
+
+def free_vars(fn: Function) -> list[Var]:
+    """Variables a function reads but does not bind (its closure), in first-use order."""
+    bound: set[Var] = set(fn.params)
+    seen: set[Var] = set()
+    out: list[Var] = []
+    stack = [fn.body]
+    while stack:
+        block = stack.pop()
+        for b in block.bindings:
+            bound.add(b.var)
+            if isinstance(b.value, While):
+                bound.update(b.value.loop_vars)
+            if isinstance(b.value, Function):
+                bound.update(b.value.params)
+            stack.extend(nested_blocks(b.value))
+    for v in vars_used(Function(fn.params, fn.body, fn.ret_type)):
+        if v not in bound and v not in seen:
+            seen.add(v)
+            out.append(v)
+    return out
+
+
+class Visitor:
+    """Calls ``visit_binding`` on every binding, nested blocks included, in order."""
+
+    def visit_module(self, module: Module) -> None:
+        for name, fn in module.functions.items():
+            self.visit_function(fn, name)
+
+    def visit_function(self, fn: Function, name: str | None = None) -> None:
+        self.visit_block(fn.body)
+
+    def visit_block(self, block: Block) -> None:
+        for b in block.bindings:
+            self.visit_binding(b)
+            for inner in nested_blocks(b.value):
+                self.visit_block(inner)
+
+    def visit_binding(self, binding: Binding) -> None:
+        pass
+
+
+class Mutator:
+    """Rebuilds a function binding by binding through a Builder (types re-inferred).
+
+    Subclasses override ``rewrite(binding)``: return a new value to bind to a
+    fresh copy of the variable, or an atom to replace the variable by
+    (substitution), or ``None`` to drop the binding. ``self.atom(x)`` maps an
+    old atom to its replacement.
+    """
+
+    def __init__(self, module: Module):
+        self.module = module
+        self.subst: dict[Var, object] = {}
+        self.builder = Builder(module)
+
+    # -- mapping atoms -------------------------------------------------------
+    def atom(self, x):
+        if isinstance(x, Var):
+            return self.subst.get(x, x)
+        if isinstance(x, Tuple):
+            return Tuple(self.atom(f) for f in x.fields)
+        return x
+
+    def copy_var(self, v: Var) -> Var:
+        nv = Var(v.name, v.type)
+        self.subst[v] = nv
+        return nv
+
+    def value(self, v):
+        """Copy of a value with atoms substituted and nested blocks rewritten."""
+        if isinstance(v, Call):
+            callee = self.atom(v.callee) if isinstance(v.callee, Var) else v.callee
+            return Call(callee, [self.atom(a) for a in v.args], v.attrs)
+        if isinstance(v, TupleGetItem):
+            return TupleGetItem(self.atom(v.tuple_value), v.index)
+        if isinstance(v, (Var, Constant, Tuple)):
+            return self.atom(v)
+        if isinstance(v, If):
+            return If(self.atom(v.cond), self.block(v.then_block), self.block(v.else_block))
+        if isinstance(v, While):
+            init = [self.atom(i) for i in v.init]
+            loop_vars = [self.copy_var(lv) for lv in v.loop_vars]
+            return While(loop_vars, init, self.block(v.cond), self.block(v.body))
+        if isinstance(v, Function):
+            params = [self.copy_var(p) for p in v.params]
+            return Function(params, self.block(v.body), v.ret_type)
+        raise TypeError(f"unknown value {v!r}")
+
+    def rewrite(self, binding: Binding):
+        return self.value(binding.value)
+
+    def block(self, block: Block) -> Block:
+        """Rewrite a nested block."""
+        self.builder.begin_block()
+        self.emit_bindings(block.bindings)
+        result = self.result(block.result)
+        return Block(self.builder._frames.pop(), result)
+
+    def result(self, r):
+        return self.atom(r)
+
+    def emit_bindings(self, bindings) -> None:
+        b = self.builder
+        for binding in bindings:
+            new = self.rewrite(binding)
+            if new is None:
+                continue
+            if isinstance(new, (Var, Constant)) and not isinstance(binding.value, (Var, Constant)):
+                self.subst[binding.var] = new
+                continue
+            var = b.emit(new, binding.var.name)
+            self.subst[binding.var] = var
+
+    def function(self, fn: Function) -> Function:
+        params = [self.copy_var(p) for p in fn.params]
+        self.builder.begin_block()
+        self.emit_bindings(fn.body.bindings)
+        result = self.result(fn.body.result)
+        bindings = self.builder._frames.pop()
+        return Function(params, Block(bindings, result), fn.ret_type)
+
+    def run(self) -> Module:
+        funcs = {}
+        for name, fn in self.module.functions.items():
+            self.subst = {}
+            funcs[name] = self.function(fn)
+        return Module(funcs, self.module.meta)

@@ -1,0 +1,179 @@
+"""Indexing: ``index`` (``x[key]``, basic and integer-array indexing) and its
+adjoint ``index_add`` (``base.at[key].add(g)``), with NumPy semantics.
+
+The key is static (ints, slices, None) except for integer-array operands,
+which may be traced values, as in ``logits[np.arange(B), labels]``.
+
+>>> import numpy as np
+>>> from chainrule.ir.indexing import ArrayIndex, Slice
+>>> x = np.arange(12.0).reshape(3, 4)
+>>> index(x, np.array([2, 0]), key=(ArrayIndex(0), Slice(1, None, 2)))
+array([[ 9., 11.],
+       [ 1.,  3.]])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TypeInferenceError
+from ..ir import printer as _printer
+from ..ir.indexing import ArrayIndex, Slice, key_to_python
+from .common import REQUIRED, TensorType, broadcast_shapes, define, tensor_types
+
+
+def canonical_slice(s: Slice, n) -> tuple[Slice, int | str]:
+    """A canonical Slice (same elements => same Slice) and the number of elements."""
+    if not isinstance(n, int):
+        if s == Slice(None, None, None):
+            return s, n
+        raise TypeInferenceError(f"slicing a symbolic dimension {n!r} is not supported")
+    if s.step == 0:
+        raise TypeInferenceError("slice step cannot be zero")
+    start, stop, step = slice(s.start, s.stop, s.step).indices(n)
+    count = len(range(start, stop, step))
+    if count == 0:
+        return Slice(0, 0, None), 0
+    last = start + (count - 1) * step
+    if step > 0:
+        return Slice(start or None, None if last + 1 >= n else last + 1,
+                     None if step == 1 else step), count
+    return Slice(None if start == n - 1 else start, None if last - 1 < 0 else last - 1,
+                 step), count
+
+
+def _expand_key(name, key, ndim):
+    key = tuple(key) if isinstance(key, tuple) else (key,)
+    n_ell = sum(k is Ellipsis for k in key)
+    if n_ell > 1:
+        raise TypeInferenceError(f"{name}: an index can only have one ellipsis (...)")
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if consumed > ndim:
+        raise TypeInferenceError(f"{name}: too many indices ({consumed}) for an array of rank {ndim}")
+    if n_ell:
+        i = key.index(Ellipsis)
+        key = key[:i] + (Slice(None, None, None),) * (ndim - consumed) + key[i + 1:]
+    return key
+
+
+def _normalize_key(name, x: TensorType, key, index_types):
+    key = _expand_key(name, key, x.ndim)
+    out, dim = [], 0
+    for k in key:
+        if isinstance(k, slice):
+            k = Slice(k.start, k.stop, k.step)
+        if k is None:
+            out.append(None)
+            continue
+        n = x.shape[dim]
+        if isinstance(k, (bool, np.bool_)):
+            raise TypeInferenceError(f"{name}: a bool scalar is not a valid index")
+        if isinstance(k, (int, np.integer)):
+            if not isinstance(n, int) or not -n <= k < n:
+                raise TypeInferenceError(
+                    f"{name}: index {k} is out of bounds for axis {dim} of size {n} ({x!r})")
+            out.append(int(k) % n)
+        elif isinstance(k, Slice):
+            out.append(canonical_slice(k, n)[0])
+        elif isinstance(k, ArrayIndex):
+            it = index_types[k.position]
+            if it.dtype.is_bool:
+                raise TypeInferenceError(
+                    f"{name}: boolean mask indexing gives a shape that depends on the data; "
+                    f"use where(mask, x, 0) instead")
+            if not it.dtype.is_int:
+                raise TypeInferenceError(f"{name}: index arrays must be integers, got {it!r}")
+            out.append(k)
+        else:
+            raise TypeInferenceError(f"{name}: unsupported index entry {k!r}")
+        dim += 1
+    while out and out[-1] == Slice(None, None, None):
+        out.pop()
+    return tuple(out)
+
+
+def indexed_shape(name, x: TensorType, key, index_types) -> tuple:
+    """NumPy's result shape of x[key] (advanced indices broadcast together and go
+    where the first one is when they are adjacent, else first)."""
+    basic, adv_pos, adv_shapes, dim = [], [], [], 0
+    has_arrays = any(isinstance(k, ArrayIndex) for k in key)
+    for pos, k in enumerate(key):
+        if k is None:
+            basic.append((pos, 1))
+            continue
+        if isinstance(k, Slice):
+            basic.append((pos, canonical_slice(k, x.shape[dim])[1]))
+        elif isinstance(k, ArrayIndex) or has_arrays:
+            adv_pos.append(pos)
+            adv_shapes.append(index_types[k.position] if isinstance(k, ArrayIndex)
+                              else TensorType((), "i64"))
+        dim += 1
+    rest = list(x.shape[dim:])
+    if not adv_pos:
+        return tuple([d for _, d in basic] + rest)
+    b = list(broadcast_shapes(name, adv_shapes))
+    contiguous = adv_pos == list(range(adv_pos[0], adv_pos[-1] + 1))
+    if not contiguous:
+        return tuple(b + [d for _, d in basic] + rest)
+    before = [d for p, d in basic if p < adv_pos[0]]
+    after = [d for p, d in basic if p > adv_pos[-1]]
+    return tuple(before + b + after + rest)
+
+
+def _index_normalize(types, attrs):
+    x, *idx = tensor_types("index", types)
+    return {"key": _normalize_key("index", x, attrs["key"], idx)}
+
+
+def _index_type(types, attrs):
+    x, *idx = types
+    return TensorType(indexed_shape("index", x, attrs["key"], idx), x.dtype)
+
+
+def _index_kernel(x, *arrays, key):
+    return x[key_to_python(key, arrays)]
+
+
+index = define("index", _index_type, _index_kernel, None, {"key": REQUIRED}, _index_normalize)
+
+
+def _index_add_normalize(types, attrs):
+    base, g, *idx = tensor_types("index_add", types)
+    return {"key": _normalize_key("index_add", base, attrs["key"], idx)}
+
+
+def _index_add_type(types, attrs):
+    base, g, *idx = types
+    target = TensorType(indexed_shape("index_add", base, attrs["key"], idx), base.dtype)
+    if broadcast_shapes("index_add", [target, g]) != target.shape:
+        raise TypeInferenceError(
+            f"index_add: value of type {g!r} does not broadcast to the indexed shape "
+            f"{target.shape} of {base!r}")
+    return base
+
+
+def _index_add_kernel(base, g, *arrays, key):
+    out = np.array(base, copy=True)
+    k = key_to_python(key, arrays)
+    if arrays:
+        np.add.at(out, k, g)
+    else:
+        out[k] += g
+    return out
+
+
+index_add = define("index_add", _index_add_type, _index_add_kernel, None, {"key": REQUIRED},
+                   _index_add_normalize)
+
+
+def _print_index(call, args):
+    return f"{args[0]}[{_printer.format_index_key(call.attrs['key'], args[1:])}]"
+
+
+def _print_index_add(call, args):
+    key = _printer.format_index_key(call.attrs["key"], args[2:])
+    return f"{args[0]}.at[{key}].add({args[1]})"
+
+
+_printer.SPECIAL_PRINT["index"] = _print_index
+_printer.SPECIAL_PRINT["index_add"] = _print_index_add

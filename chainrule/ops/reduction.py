@@ -1,0 +1,134 @@
+"""Reductions (sum, mean, max, min, prod, argmax, argmin) and scans (cumsum, cumprod).
+
+``axis`` is None (all axes), an int or a tuple; it is stored as a sorted
+tuple of non-negative axes, or None.
+
+>>> import numpy as np
+>>> sum(np.arange(6.0).reshape(2, 3), axis=-1, keepdims=True)
+array([[ 3.],
+       [12.]])
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from ..errors import TypeInferenceError
+from .common import REQUIRED, DType, TensorType, define, normalize_axes, normalize_axis, tensor_types
+
+
+@cache
+def _accumulate_dtype(dtype: DType, how: str) -> DType:
+    sample = np.ones(1, dtype.numpy)
+    return DType(getattr(sample, how)().dtype)
+
+
+def _reduced_shape(t: TensorType, axes, keepdims: bool) -> tuple:
+    if axes is None:
+        axes = tuple(range(t.ndim))
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(t.shape))
+    return tuple(d for i, d in enumerate(t.shape) if i not in axes)
+
+
+def _reduce_normalize(name):
+    def normalize(types, attrs):
+        (t,) = tensor_types(name, types)
+        if not isinstance(attrs["keepdims"], (bool, np.bool_)):
+            raise TypeInferenceError(f"{name}: keepdims must be True or False")
+        return {"axis": normalize_axes(name, attrs["axis"], t.ndim),
+                "keepdims": bool(attrs["keepdims"])}
+
+    return normalize
+
+
+def _reduce_type(name, how):
+    def infer(types, attrs):
+        (t,) = tensor_types(name, types)
+        shape = _reduced_shape(t, attrs["axis"], attrs["keepdims"])
+        if how in ("sum", "prod", "mean"):
+            if how == "mean" and not t.dtype.is_float:
+                dtype = DType("f64")
+            else:
+                dtype = _accumulate_dtype(t.dtype, how)
+        else:
+            dtype = t.dtype
+            if how in ("max", "min") and t.size == 0:
+                raise TypeInferenceError(f"{name}: reduction of an empty array {t!r}")
+        return TensorType(shape, dtype)
+
+    return infer
+
+
+def _reduce(name, how, kernel):
+    return define(name, _reduce_type(name, how), kernel, 1,
+                  {"axis": None, "keepdims": False}, _reduce_normalize(name))
+
+
+sum = _reduce("sum", "sum", lambda x, axis, keepdims: np.sum(x, axis, keepdims=keepdims))  # noqa: A001
+mean = _reduce("mean", "mean", lambda x, axis, keepdims: np.mean(x, axis, keepdims=keepdims))
+max = _reduce("max", "max", lambda x, axis, keepdims: np.max(x, axis, keepdims=keepdims))  # noqa: A001
+min = _reduce("min", "min", lambda x, axis, keepdims: np.min(x, axis, keepdims=keepdims))  # noqa: A001
+prod = _reduce("prod", "prod", lambda x, axis, keepdims: np.prod(x, axis, keepdims=keepdims))
+
+
+def _arg_normalize(name):
+    def normalize(types, attrs):
+        (t,) = tensor_types(name, types)
+        axis = attrs["axis"]
+        return {"axis": None if axis is None else normalize_axis(name, axis, t.ndim),
+                "keepdims": bool(attrs["keepdims"])}
+
+    return normalize
+
+
+def _arg_type(name):
+    def infer(types, attrs):
+        (t,) = tensor_types(name, types)
+        axis = attrs["axis"]
+        axes = None if axis is None else (axis,)
+        return TensorType(_reduced_shape(t, axes, attrs["keepdims"]), "i64")
+
+    return infer
+
+
+argmax = define("argmax", _arg_type("argmax"),
+                lambda x, axis, keepdims: np.argmax(x, axis, keepdims=keepdims).astype(np.int64),
+                1, {"axis": None, "keepdims": False}, _arg_normalize("argmax"))
+argmin = define("argmin", _arg_type("argmin"),
+                lambda x, axis, keepdims: np.argmin(x, axis, keepdims=keepdims).astype(np.int64),
+                1, {"axis": None, "keepdims": False}, _arg_normalize("argmin"))
+
+
+def _scan_normalize(name):
+    def normalize(types, attrs):
+        (t,) = tensor_types(name, types)
+        return {"axis": normalize_axis(name, attrs["axis"], t.ndim),
+                "reverse": bool(attrs["reverse"])}
+
+    return normalize
+
+
+def _scan_type(name, how):
+    def infer(types, attrs):
+        (t,) = tensor_types(name, types)
+        return TensorType(t.shape, _accumulate_dtype(t.dtype, how))
+
+    return infer
+
+
+def _scan_kernel(fn):
+    def kernel(x, axis, reverse):
+        if reverse:
+            return np.flip(fn(np.flip(x, axis), axis), axis)
+        return fn(x, axis)
+
+    return kernel
+
+
+cumsum = define("cumsum", _scan_type("cumsum", "sum"), _scan_kernel(np.cumsum), 1,
+                {"axis": REQUIRED, "reverse": False}, _scan_normalize("cumsum"))
+cumprod = define("cumprod", _scan_type("cumprod", "prod"), _scan_kernel(np.cumprod), 1,
+                 {"axis": REQUIRED, "reverse": False}, _scan_normalize("cumprod"))
