@@ -112,9 +112,30 @@ def cumsum(x, axis=None):
 
 
 def cumprod(x, axis=None):
+    """Inclusive product scan; on traced values a log-depth (Hillis-Steele) scan of
+    multiplies, so every derivative order is exact even where x is zero."""
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
-    return _ops.cumprod(x, axis=axis)
+    if not _is_dispatched(x):
+        return _np.cumprod(x, axis=axis)
+    return prefix_product(x, axis)
+
+
+def prefix_product(x, axis, exclusive=False):
+    n = _shape(x)[axis]
+    ndim = len(_shape(x))
+    axis = axis % ndim
+
+    def part(a, lo, hi):
+        return getitem(a, (slice(None),) * axis + (slice(lo, hi),))
+
+    d = 1
+    while d < n:
+        x = concatenate([part(x, 0, d), multiply(part(x, d, None), part(x, 0, n - d))], axis)
+        d *= 2
+    if exclusive:
+        x = concatenate([ones_like(part(x, 0, 1)), part(x, 0, n - 1)], axis)
+    return x
 
 
 def var(x, axis=None, keepdims=False, ddof=0):

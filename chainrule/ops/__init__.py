@@ -10,9 +10,9 @@ from .elementwise import *  # noqa: F403
 from .indexing import index, index_add
 from .linalg import matmul
 from .nn import log_softmax, logsumexp, softmax
-from .reduction import argmax, argmin, cumprod, cumsum, max, mean, min, prod, sum  # noqa: A004
+from .reduction import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: A004
 from .shape import *  # noqa: F403
 
 __all__ = ["apply", "evaluate", "elementwise", "indexing", "linalg", "nn", "reduction", "shape",
            "index", "index_add", "matmul", "softmax", "log_softmax", "logsumexp", "sum", "mean",
-           "max", "min", "prod", "argmax", "argmin", "cumsum", "cumprod"]
+           "max", "min", "prod", "argmax", "argmin", "cumsum"]

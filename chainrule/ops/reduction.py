@@ -1,4 +1,7 @@
-"""Reductions (sum, mean, max, min, prod, argmax, argmin) and scans (cumsum, cumprod).
+"""Reductions (sum, mean, max, min, prod, argmax, argmin) and the scan cumsum.
+
+``cumprod`` is a composite in chainrule.numpy (a log-depth product scan), so
+its derivatives are exact where inputs are zero.
 
 ``axis`` is None (all axes), an int or a tuple; it is stored as a sorted
 tuple of non-negative axes, or None.
@@ -16,7 +19,15 @@ from functools import cache
 import numpy as np
 
 from ..errors import TypeInferenceError
-from .common import REQUIRED, DType, TensorType, define, normalize_axes, normalize_axis, tensor_types
+from .common import (
+    REQUIRED,
+    DType,
+    TensorType,
+    define,
+    normalize_axes,
+    normalize_axis,
+    tensor_types,
+)
 
 
 @cache
@@ -130,5 +141,3 @@ def _scan_kernel(fn):
 
 cumsum = define("cumsum", _scan_type("cumsum", "sum"), _scan_kernel(np.cumsum), 1,
                 {"axis": REQUIRED, "reverse": False}, _scan_normalize("cumsum"))
-cumprod = define("cumprod", _scan_type("cumprod", "prod"), _scan_kernel(np.cumprod), 1,
-                 {"axis": REQUIRED, "reverse": False}, _scan_normalize("cumprod"))

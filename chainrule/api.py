@@ -1,0 +1,342 @@
+"""The user API: grad, value_and_grad, vjp (and, built on them, more).
+
+Each transformed function traces the Python function once per input
+signature (tree structure, shapes, dtypes), runs the AD pass and the
+clean-up passes on the IR, and caches the compiled result. Called on
+traced values (inside another ``trace``/``grad``), it emits its IR into the
+enclosing trace instead, so transformations compose to any order.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .errors import ChainruleError, GradientError
+from .frontend.tracer import Trace, Traced, current_trace, trace_function
+from .ir.nodes import Module, Tuple, Var
+from .ir.types import TensorType, has_float
+from .ir.visitor import Mutator
+from .tree import flatten, unflatten
+
+# -- pipeline hooks (filled in as passes/backends land) --------------------------------
+
+
+def optimize(module: Module) -> Module:
+    """Run the clean-up passes (simplify, cse, dce) to a fixed point."""
+    try:
+        from .transform.optimize import optimize as _opt
+    except ImportError:  # the clean-up passes are optional during bootstrap
+        return module
+    return _opt(module)
+
+
+def compile_function(module: Module, func: str):
+    """A Python callable running ``func`` of ``module`` (generated code when available)."""
+    try:
+        from .backend.codegen import compile_module
+    except ImportError:
+        from .backend.interpret import Interpreter
+
+        interp = Interpreter(module)
+        fn = module[func]
+        return lambda *args: interp.call_function(fn, list(args), {})
+    return compile_module(module, func)
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def _leaf_signature(x):
+    if isinstance(x, Traced):
+        return ("traced", x.var.type)
+    arr = x if isinstance(x, np.ndarray) else np.asarray(x)
+    return (arr.shape, arr.dtype.str)
+
+
+def _argnums_tuple(argnums, n_args: int) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for a in nums:
+        if not isinstance(a, int) or not -n_args <= a < n_args:
+            raise GradientError(f"argnums {argnums!r} out of range for {n_args} positional "
+                                f"argument(s)")
+    return tuple(a % n_args for a in nums)
+
+
+def _leaf_ranges(args) -> list[range]:
+    out, start = [], 0
+    for a in args:
+        n = len(flatten(a)[0])
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+def inline_into(trace: Trace, module: Module, func: str, args):
+    """Emit ``func`` of ``module`` into ``trace`` with ``args`` (atoms) for its parameters."""
+    fn = module[func]
+    m = Mutator(module)
+    m.builder = trace.builder
+    for p, a in zip(fn.params, args):
+        m.subst[p] = a
+    for name in module.functions:
+        if name != func:
+            trace.builder.extra_globals.setdefault(name, module.functions[name].type)
+            getattr(trace, "functions", {}).setdefault(name, module.functions[name])
+    m.emit_bindings(fn.body.bindings)
+    return m.atom(fn.body.result)
+
+
+def _unpack_atom(trace: Trace, atom):
+    """Python values (Traced / tuples of them) for a result atom of an inlined function."""
+    if isinstance(atom, Tuple):
+        return tuple(_unpack_atom(trace, f) for f in atom.fields)
+    if isinstance(atom, Var):
+        return trace.wrap(atom)
+    return atom.data
+
+
+def _atom_of(trace: Trace, x):
+    if isinstance(x, tuple):
+        return Tuple(_atom_of(trace, e) for e in x)
+    return trace.atom(x)
+
+
+def _outer_trace(leaves) -> Trace | None:
+    best = None
+    for x in leaves:
+        if isinstance(x, Traced) and (best is None or x.trace.level > best.level):
+            best = x.trace
+    return best
+
+
+class _Compiled:
+    """One specialization: the module, its entry function and how to call it."""
+
+    def __init__(self, module, func, traced, extra):
+        self.module = module
+        self.func = func
+        self.traced = traced
+        self.extra = extra  # per-kind data (tree structures, positions)
+        self._callable = None
+
+    def run(self, leaves, tail=()):
+        args = list(leaves) + list(self.traced.lifted_values) + list(tail)
+        outer = _outer_trace(args)
+        if outer is not None:
+            atoms = [_atom_of(outer, a) for a in args]
+            return _unpack_atom(outer, inline_into(outer, self.module, self.func, atoms))
+        if self._callable is None:
+            self._callable = compile_function(self.module, self.func)
+        return self._callable(*[a if isinstance(a, tuple) else np.asarray(a) for a in args])
+
+
+class _Transform:
+    """A function transformation cached per input signature."""
+
+    def __init__(self, f, build, name: str):
+        self.f = f
+        self.build = build
+        self.cache: dict = {}
+        functools.update_wrapper(self, f, updated=())
+        self.__name__ = f"{name}({getattr(f, '__name__', 'f')})"
+
+    def specialize(self, args):
+        leaves, in_tree = flatten(tuple(args))
+        key = (in_tree, tuple(_leaf_signature(x) for x in leaves))
+        entry = self.cache.get(key)
+        if entry is None or any(isinstance(x, Traced) for x in leaves) or (
+                entry.traced.lifted_values):
+            entry = self.build(args, leaves)
+            if not entry.traced.lifted_values and not any(isinstance(x, Traced) for x in leaves):
+                self.cache[key] = entry
+        return entry, leaves
+
+    def __call__(self, *args):
+        entry, leaves = self.specialize(args)
+        return entry.finish(entry.run(leaves), args)
+
+
+# -- grad / value_and_grad -----------------------------------------------------------
+
+
+def _build_grad(f, argnums, has_aux, args, leaves):
+    from .transform.gradient import gradient
+
+    nums = _argnums_tuple(argnums, len(args))
+    tf = trace_function(f, args)
+    fn = tf.module["main"]
+    ranges = _leaf_ranges(args)
+    wanted = []
+    for a in nums:
+        for i in ranges[a]:
+            p = fn.params[i]
+            if not has_float(p.type):
+                raise GradientError(
+                    f"grad: argument {a} has a leaf of type {p.type!r} ({p.name}); "
+                    f"integer and bool inputs have no gradient (leave them out of argnums)")
+            wanted.append(p)
+    out_leaves = tf.out_tree.num_leaves
+    target_index = None
+    if has_aux:
+        if tf.out_tree.kind is not tuple or len(tf.out_tree.children) != 2:
+            raise GradientError("has_aux=True needs the function to return a pair "
+                                "(value, aux)")
+        if tf.out_tree.children[0].kind is not None:
+            raise GradientError("has_aux=True: the value (first of the pair) must be a scalar")
+        target_index = 0
+    elif out_leaves != 1 or tf.out_tree.kind is not None:
+        raise GradientError(
+            f"grad needs a function returning one float scalar, but "
+            f"{getattr(f, '__name__', 'it')} returns a {tf.out_tree!r} structure; use vjp "
+            f"for non-scalar outputs or has_aux=True for (value, aux)")
+    module = gradient(tf.module, "main", require_grads=wanted, target_index=target_index)
+    module = optimize(Module({"main_adjoint": module["main_adjoint"],
+                              **{k: v for k, v in module.functions.items()
+                                 if k not in ("main", "main_adjoint")}}, module.meta))
+    entry = _Compiled(module, "main_adjoint", tf, None)
+    entry.nums, entry.ranges, entry.out_tree = nums, ranges, tf.out_tree
+    return entry
+
+
+def _grads_tree(entry, grads, args):
+    out, k = [], 0
+    for a in entry.nums:
+        n = len(entry.ranges[a])
+        out.append(unflatten(flatten(args[a])[1], list(grads[k:k + n])))
+        k += n
+    return out
+
+
+def value_and_grad(f, argnums=0, has_aux: bool = False):
+    """``f -> (lambda *args: (f(*args), gradient))`` with JAX's conventions:
+    with ``has_aux`` the value is ``(value, aux)``; with a tuple ``argnums``
+    the gradient is a tuple, one per argument."""
+
+    def build(args, leaves):
+        entry = _build_grad(f, argnums, has_aux, args, leaves)
+
+        def finish(result, args):
+            value, grads = result
+            gtrees = _grads_tree(entry, grads, args)
+            g = gtrees[0] if isinstance(argnums, int) else tuple(gtrees)
+            if has_aux:
+                vals = value if isinstance(value, tuple) else (value,)
+                value = unflatten(entry.out_tree, list(vals))
+                return value, g
+            return value, g
+
+        entry.finish = finish
+        return entry
+
+    return _Transform(f, build, "value_and_grad")
+
+
+def grad(f, argnums=0, has_aux: bool = False):
+    """``f -> gradient of f`` w.r.t. argument ``argnums`` (JAX's conventions; with
+    ``has_aux`` returns ``(gradient, aux)``)."""
+    vg = value_and_grad(f, argnums, has_aux)
+
+    def g(*args):
+        value, grads = vg(*args)
+        if has_aux:
+            return grads, value[1]
+        return grads
+
+    functools.update_wrapper(g, f, updated=())
+    g.__name__ = f"grad({getattr(f, '__name__', 'f')})"
+    return g
+
+
+# -- vjp --------------------------------------------------------------------------------
+
+
+def vjp(f, *primals, has_aux: bool = False):
+    """``(out, pullback)`` with ``pullback(cotangent)`` a tuple, one per primal.
+
+    On arrays, the pullback is a compiled closure over the forward values (no
+    recomputation). Inside a trace, the pullback re-emits the adjoint program
+    and CSE merges its copy of the forward computation with the first one.
+    """
+    from .transform.gradient import gradient, vjp_module
+
+    tf = trace_function(f, primals)
+    leaves, _ = flatten(tuple(primals))
+    main = tf.module["main"]
+    out_tree = tf.out_tree
+    if has_aux and (out_tree.kind is not tuple or len(out_tree.children) != 2):
+        raise GradientError("vjp(has_aux=True) needs f to return (output, aux)")
+    floats = [i for i, p in enumerate(main.params[:len(leaves)]) if has_float(p.type)]
+    outer = _outer_trace(leaves) or _outer_trace(tf.lifted_values)
+    if outer is None:
+        module = optimize(vjp_module(tf.module, "main"))
+        out, pull = _Compiled(module, "main_vjp", tf, None).run(leaves)
+    else:
+        out = _Compiled(tf.module, "main", tf, None).run(leaves)
+        adjoint = gradient(tf.module, "main", require_grads=[main.params[i] for i in floats],
+                           sens=True)
+
+        def pull(ct):
+            entry = _Compiled(adjoint, "main_adjoint", tf, None)
+            return entry.run(leaves, tail=[ct])[1]
+
+    out_values = list(out) if out_tree.kind is not None else [out]
+    out_py = unflatten(out_tree, out_values)
+    aux = None
+    if has_aux:
+        out_py, aux = out_py
+    ranges = _leaf_ranges(primals)
+
+    def pullback(cotangent):
+        ct_full = (cotangent, _zeros_like_tree(aux)) if has_aux else cotangent
+        ct_leaves, ct_tree = flatten(ct_full)
+        if ct_tree != out_tree:
+            raise GradientError(f"pullback: the cotangent has structure {ct_tree!r} but the "
+                                f"output has structure {out_tree!r}")
+        ct_leaves = [_as_array(c, t) for c, t in zip(ct_leaves, _leaf_types(main.ret_type))]
+        ct_arg = ct_leaves[0] if out_tree.kind is None else tuple(ct_leaves)
+        grads = pull(ct_arg)
+        flat = [None] * len(leaves)
+        for i, g in zip(floats, grads):
+            flat[i] = g
+        return tuple(unflatten(flatten(p)[1], flat[r.start:r.stop])
+                     for p, r in zip(primals, ranges))
+
+    if has_aux:
+        return out_py, pullback, aux
+    return out_py, pullback
+
+
+def _leaf_types(t):
+    if isinstance(t, TensorType):
+        return [t]
+    out = []
+    for f in t.fields:
+        out.extend(_leaf_types(f))
+    return out
+
+
+def _as_array(ct, t: TensorType):
+    if isinstance(ct, Traced):
+        return ct
+    arr = np.asarray(ct)
+    if arr.shape != t.shape:
+        raise GradientError(f"pullback: cotangent of shape {arr.shape} for an output of type "
+                            f"{t!r}")
+    return arr.astype(t.dtype.numpy, copy=False)
+
+
+def _zeros_like_tree(tree):
+    leaves, td = flatten(tree)
+    return unflatten(td, [np.zeros_like(np.asarray(x)) for x in leaves])
+
+
+def trace_grad_module(f, *args, argnums=0) -> Module:
+    """The optimized gradient module of ``f`` at these argument types (for printing)."""
+    vg = value_and_grad(f, argnums)
+    entry, _ = vg.specialize(args)
+    return entry.module
+
+
+__all__ = ["grad", "value_and_grad", "vjp", "optimize", "ChainruleError", "current_trace"]

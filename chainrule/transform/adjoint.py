@@ -1,0 +1,131 @@
+"""Adjoint bookkeeping for reverse mode: nested messages (the seed's NestedMsg).
+
+A message is ``None`` (zero), an atom (a Var or Constant; a Var may hold a
+tuple), or a Python tuple of messages mirroring a tuple type. Adding,
+splitting and materializing messages emits IR only when needed, so zero
+parts of tuples never become arrays unless a rule must see them.
+"""
+
+from __future__ import annotations
+
+from ..errors import GradientError
+from ..frontend.tracer import Trace, Traced
+from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
+from ..ir.op import get_op
+from ..ir.types import TensorType, TupleType, Type
+from ..ops.common import broadcast_shapes
+
+
+class Adjoints:
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.b = trace.builder
+        self.msgs: dict[Var, object] = {}
+
+    # -- emitting --------------------------------------------------------------------
+    def call(self, op_name: str, *args, **attrs) -> Var:
+        return self.b.call(get_op(op_name), list(args), attrs)
+
+    def wrap(self, atom):
+        """A rule's view of an atom: traced for variables, arrays for constants."""
+        if isinstance(atom, Var):
+            return Traced(self.trace, atom)
+        if isinstance(atom, Constant):
+            return atom.data
+        if isinstance(atom, Tuple):
+            return tuple(self.wrap(f) for f in atom.fields)
+        raise GradientError(f"cannot pass {atom!r} to a derivative rule")
+
+    def unwrap(self, value):
+        if isinstance(value, Traced):
+            return value.var
+        return self.trace.atom(value)
+
+    # -- messages ----------------------------------------------------------------------
+    def split(self, msg, t: TupleType) -> tuple:
+        """A tuple message's parts; an atom holding a tuple is taken apart."""
+        if msg is None:
+            return (None,) * len(t.fields)
+        if isinstance(msg, tuple):
+            return msg
+        if isinstance(msg, Tuple):
+            return msg.fields
+        return tuple(self.b.emit(TupleGetItem(msg, i)) for i in range(len(t.fields)))
+
+    def add(self, a, b, t: Type):
+        """Tuple-aware addition of two messages."""
+        if a is None:
+            return b
+        if b is None:
+            return a
+        if isinstance(t, TupleType):
+            return tuple(self.add(x, y, ft) for x, y, ft in
+                         zip(self.split(a, t), self.split(b, t), t.fields))
+        return self.call("add", a, b)
+
+    def zeros(self, t: Type, name: str | None = None):
+        if isinstance(t, TensorType):
+            return self.b.call(get_op("zeros"), [], {"shape": t.shape, "dtype": t.dtype}, name)
+        if isinstance(t, TupleType):
+            return Tuple(self.zeros(f) for f in t.fields)
+        raise GradientError(f"no zero value for type {t!r}")
+
+    def materialize(self, msg, t: Type):
+        """An atom (or tuple of atoms) for a message; zeros where it is None."""
+        if msg is None:
+            return self.zeros(t)
+        if isinstance(msg, tuple):
+            return Tuple(self.materialize(m, ft) for m, ft in zip(msg, t.fields))
+        return msg
+
+    def accumulate(self, atom, msg, wants) -> None:
+        """Add ``msg`` to the adjoint of ``atom`` (a Var, Constant or Tuple of them)."""
+        if msg is None or isinstance(atom, Constant):
+            return
+        if isinstance(atom, Tuple):
+            t = TupleType(_type(f) for f in atom.fields)
+            for f, m in zip(atom.fields, self.split(msg, t)):
+                self.accumulate(f, m, wants)
+            return
+        if not wants(atom):
+            return
+        self.msgs[atom] = self.add(self.msgs.get(atom), msg, atom.type)
+
+    def fit(self, partial, t: TensorType):
+        """A rule's result summed/broadcast to shape ``t.shape`` and cast to ``t.dtype``."""
+        atom = self.unwrap(partial)
+        pt = atom.type
+        if not isinstance(pt, TensorType):
+            raise GradientError(f"a VJP rule returned a {pt!r} for an operand of type {t!r}")
+        if pt.shape != t.shape:
+            joint = broadcast_shapes("gradient", [pt, t])
+            if joint == pt.shape:
+                atom = self.call("collapse_sum_to", atom, shape=t.shape)
+            elif joint == t.shape:
+                atom = self.call("broadcast_to", atom, shape=t.shape)
+            else:
+                raise GradientError(f"a VJP rule returned shape {pt.shape} for an operand of "
+                                    f"shape {t.shape}")
+        if atom.type.dtype != t.dtype:
+            atom = self.call("astype", atom, dtype=t.dtype)
+        return atom
+
+
+def _type(atom) -> Type:
+    if isinstance(atom, Tuple):
+        return TupleType(_type(f) for f in atom.fields)
+    return atom.type
+
+
+def prune(bindings: list, start: int, roots) -> None:
+    """Drop bindings emitted since ``start`` that no root depends on (a rule's
+    results for operands that need no adjoint)."""
+    from ..ir.visitor import vars_used
+
+    live = {r for r in roots if isinstance(r, Var)}
+    keep = []
+    for b in reversed(bindings[start:]):
+        if b.var in live:
+            keep.append(b)
+            live.update(vars_used(b.value))
+    bindings[start:] = reversed(keep)
