@@ -1,0 +1,85 @@
+"""Functions exercising every differentiable op on broadcast shapes, with inputs
+inside each op's domain; shared by the derivative tests of every mode."""
+
+import numpy as np
+
+import chainrule.numpy as cnp
+from chainrule import ops
+
+rng = np.random.default_rng(42)
+
+
+def U(*shape, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, shape)
+
+
+P = lambda *shape: U(*shape, lo=0.5, hi=1.5)  # positive
+
+# name -> (function, args); the function returns an array (checked with random cotangents)
+CATALOG = {
+    "add": (lambda x, y: x + y, (U(3, 1), U(4))),
+    "subtract": (lambda x, y: x - y, (U(2, 3), U(3))),
+    "multiply": (lambda x, y: x * y, (U(3, 1), U(1, 4))),
+    "divide": (lambda x, y: x / y, (U(2, 3), P(3))),
+    "power": (lambda x, y: x ** y, (P(2, 3), U(3))),
+    "power_const": (lambda x: x ** 3.0, (U(4),)),
+    "square_via_power": (lambda x: x ** 2, (U(4),)),
+    "maximum": (lambda x, y: cnp.maximum(x, y), (U(3, 4), U(4))),
+    "minimum": (lambda x, y: cnp.minimum(x, y), (U(3, 4), U(4))),
+    "negative": (lambda x: -x, (U(3),)),
+    "abs": (lambda x: cnp.abs(x), (U(5),)),
+    "exp": (lambda x: cnp.exp(x), (U(2, 3),)),
+    "log": (lambda x: cnp.log(x), (P(2, 3),)),
+    "log1p": (lambda x: cnp.log1p(x), (P(3),)),
+    "expm1": (lambda x: cnp.expm1(x), (U(3),)),
+    "sin": (lambda x: cnp.sin(x), (U(4),)),
+    "cos": (lambda x: cnp.cos(x), (U(4),)),
+    "tan": (lambda x: cnp.tan(x), (U(4),)),
+    "tanh": (lambda x: cnp.tanh(x), (U(2, 2),)),
+    "arctan": (lambda x: cnp.arctan(x), (U(3),)),
+    "sqrt": (lambda x: cnp.sqrt(x), (P(3),)),
+    "square": (lambda x: cnp.square(x), (U(3),)),
+    "reciprocal": (lambda x: cnp.reciprocal(x), (P(3),)),
+    "sigmoid": (lambda x: cnp.sigmoid(x), (U(3),)),
+    "relu": (lambda x: cnp.relu(x), (U(6),)),
+    "where": (lambda x, y: cnp.where(x > 0, x, y), (U(3, 4), U(4))),
+    "astype": (lambda x: cnp.astype(x > 0, np.float64) * cnp.astype(x, np.float64), (U(3),)),
+    "sum": (lambda x: cnp.sum(x, axis=1), (U(2, 3, 4),)),
+    "sum_keepdims": (lambda x: cnp.sum(x, axis=(0, 2), keepdims=True), (U(2, 3, 4),)),
+    "mean": (lambda x: cnp.mean(x, axis=-1), (U(3, 4),)),
+    "max": (lambda x: cnp.max(x, axis=0), (U(3, 4),)),
+    "min": (lambda x: cnp.min(x), (U(3, 4),)),
+    "prod": (lambda x: cnp.prod(x, axis=1), (U(2, 5),)),
+    "prod_all": (lambda x: cnp.prod(x), (U(2, 3),)),
+    "cumsum": (lambda x: cnp.cumsum(x, axis=1), (U(2, 4),)),
+    "cumprod": (lambda x: cnp.cumprod(x, axis=0), (U(5, 2),)),
+    "logsumexp": (lambda x: cnp.logsumexp(x, axis=1), (U(3, 4),)),
+    "softmax": (lambda x: cnp.softmax(x), (U(3, 4),)),
+    "log_softmax": (lambda x: cnp.log_softmax(x, axis=0), (U(3, 4),)),
+    "reshape": (lambda x: cnp.reshape(x, (4, -1)) * 2.0, (U(2, 6),)),
+    "transpose": (lambda x: cnp.transpose(x, (2, 0, 1)) * 1.5, (U(2, 3, 4),)),
+    "expand_dims": (lambda x: cnp.expand_dims(x, 1) * x[:, None], (U(3),)),
+    "squeeze": (lambda x: cnp.squeeze(x, 1) ** 2.0, (U(3, 1),)),
+    "broadcast_to": (lambda x: cnp.broadcast_to(x, (2, 3)) * 1.0, (U(3),)),
+    "collapse_sum_to": (lambda x: cnp.collapse_sum_to(x, shape=(3, 1)) * 2.0, (U(2, 3, 4),)),
+    "concatenate": (lambda x, y: cnp.concatenate([x, y, x], axis=0), (U(2, 3), U(1, 3))),
+    "split": (lambda x: cnp.split(x, 2, axis=1)[1] * 3.0, (U(2, 4),)),
+    "flip": (lambda x: cnp.flip(x, 1) * x, (U(2, 3),)),
+    "index_basic": (lambda x: x[1, ::2] * 2.0, (U(3, 5),)),
+    "index_array": (lambda x: x[np.array([0, 2, 0]), 1:], (U(3, 4),)),
+    "take": (lambda x: cnp.take(x, np.array([1, 1, 0]), axis=1), (U(2, 3),)),
+    "index_add": (lambda x, y: ops.index_add(x, y, np.array([0, 1, 0]),
+                                             key=(ops.indexing.ArrayIndex(0),)),
+                  (U(3, 2), U(3, 2))),
+    "matmul": (lambda a, b: a @ b, (U(2, 3), U(3, 4))),
+    "matmul_batched": (lambda a, b: a @ b, (U(2, 2, 3), U(3, 4))),
+    "matmul_vec": (lambda a, b: a @ b, (U(3), U(3, 2))),
+    "matvec": (lambda a, b: a @ b, (U(2, 3), U(3))),
+    "dot": (lambda a, b: a @ b, (U(3), U(3))),
+    "softplus": (lambda x: cnp.softplus(x), (U(4),)),
+    "var": (lambda x: cnp.var(x, axis=0), (U(4, 2),)),
+}
+
+ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
+               "negative", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh",
+               "arctan", "sqrt", "square", "reciprocal", "sigmoid", "where"]
