@@ -83,7 +83,7 @@ def check_vjp(f, args, rng, eps=1e-6, atol=1e-5, rtol=1e-5) -> None:
 
 
 def check_jvp(f, args, rng, eps=1e-6, atol=1e-5, rtol=1e-5) -> None:
-    from . import api
+    from . import api_forward as api
 
     v = _random_like(tuple(args), rng)
     _, tangent_out = api.jvp(f, tuple(args), v)
@@ -125,7 +125,7 @@ def check_grads(f, args, order: int = 1, modes=("rev",), eps: float = 1e-6,
 def _derivative(f, mode, rng):
     """A function of the same arguments whose value is a first derivative of f
     along a fixed random direction (so it can be checked again)."""
-    from . import api
+    from . import api, api_forward
 
     if mode == "rev":
         def df(*args):
@@ -134,7 +134,7 @@ def _derivative(f, mode, rng):
     else:
         def df(*args):
             v = _random_like(_shape_tree(args), np.random.default_rng(2))
-            return api.jvp(f, tuple(args), v)[1]
+            return api_forward.jvp(f, tuple(args), v)[1]
 
     df.__name__ = f"{mode}({getattr(f, '__name__', 'f')})"
     return df

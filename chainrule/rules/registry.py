@@ -26,6 +26,18 @@ JVP: dict[str, Callable] = {}
 # ops whose result does not depend differentiably on any operand
 NONDIFFERENTIABLE: set[str] = set()
 
+# Linear ops, for ``transpose``: "all" = jointly linear in every operand; "one" =
+# linear in any one operand when the others are fixed (multiply, matmul); a tuple
+# = the operand positions in which it is linear. Their transpose is their VJP.
+LINEAR: dict[str, object] = {
+    "add": "all", "subtract": "all", "negative": "all", "concatenate": "all",
+    "multiply": "one", "matmul": "one", "divide": (0,), "where": (1, 2),
+    "index": (0,), "index_add": (0, 1), "split": (0,), "astype": (0,), "sum": (0,),
+    "mean": (0,), "reshape": (0,), "permute_dims": (0,), "expand_dims": (0,),
+    "squeeze": (0,), "broadcast_to": (0,), "collapse_sum_to": (0,), "flip": (0,),
+    "cumsum": (0,),
+}
+
 
 def vjp_rule(name: str):
     def deco(fn):

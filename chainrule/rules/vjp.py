@@ -218,9 +218,9 @@ vjp_rule("max")(_extremum_vjp)
 vjp_rule("min")(_extremum_vjp)
 
 
-@vjp_rule("prod")
-def prod_vjp(z, g, x, axis, keepdims):
-    """z = prod(x, axis);  dx_i = g * prod_{j != i} x_j  (exclusive scans: exact at zeros)"""
+def prod_others(x, axis):
+    """prod_{j != i} x_j over the reduced axes, for every i (exclusive scans from
+    both ends, so exact where x has zeros); shaped like x."""
     axes = tuple(range(x.ndim)) if axis is None else axis
     rest = tuple(a for a in range(x.ndim) if a not in axes)
     order = rest + axes
@@ -231,8 +231,13 @@ def prod_vjp(z, g, x, axis, keepdims):
     left = cnp.prefix_product(flat, -1, exclusive=True)
     right = cnp.flip(cnp.prefix_product(cnp.flip(flat, -1), -1, exclusive=True), -1)
     others = cnp.reshape(left * right, tuple(moved.shape))
-    others = cnp.permute_dims(others, tuple(np.argsort(order)))
-    return (expand_reduced(g, x.shape, axis, keepdims) * others,)
+    return cnp.permute_dims(others, tuple(np.argsort(order)))
+
+
+@vjp_rule("prod")
+def prod_vjp(z, g, x, axis, keepdims):
+    """z = prod(x, axis);  dx_i = g * prod_{j != i} x_j"""
+    return (expand_reduced(g, x.shape, axis, keepdims) * prod_others(x, axis),)
 
 
 @vjp_rule("cumsum")

@@ -1,0 +1,184 @@
+"""Forward mode and its compositions: jvp, linearize, linear_transpose, jacfwd,
+jacrev, hessian, hvp (JAX's calling conventions)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import numpy as cnp
+from .api import _Compiled, _leaf_ranges, _outer_trace, grad, optimize, vjp
+from .errors import GradientError
+from .frontend.tracer import Traced, trace_function
+from .ir.types import has_float
+from .tree import flatten, unflatten
+
+
+def _float_positions(fn, n):
+    return [i for i, p in enumerate(fn.params[:n]) if has_float(p.type)]
+
+
+def jvp(f, primals, tangents):
+    """``(f(*primals), J @ tangents)``: forward mode, one pass.
+
+    >>> import numpy as np, chainrule.numpy as cnp
+    >>> y, t = jvp(cnp.sin, (np.float64(0.0),), (np.float64(2.0),))
+    >>> float(y), float(t)
+    (0.0, 2.0)
+    """
+    from .transform.jvp import jvp as jvp_pass
+
+    primals, tangents = tuple(primals), tuple(tangents)
+    leaves, in_tree = flatten(primals)
+    t_leaves, t_tree = flatten(tangents)
+    if t_tree != in_tree:
+        raise GradientError(f"jvp: tangents have structure {t_tree!r} but primals have "
+                            f"{in_tree!r}")
+    tf = trace_function(f, primals)
+    main = tf.module["main"]
+    for x, t in zip(leaves, t_leaves):
+        if tuple(np.shape(x) if not isinstance(x, Traced) else x.shape) != tuple(
+                np.shape(t) if not isinstance(t, Traced) else t.shape):
+            raise GradientError(f"jvp: a tangent of shape {np.shape(t)} for a primal of "
+                                f"shape {np.shape(x)}")
+    module = optimize(jvp_pass(tf.module, "main"))
+    floats = _float_positions(main, len(main.params))
+    all_args = list(leaves) + list(tf.lifted_values)
+    tail = []
+    for i in floats:
+        if i < len(leaves):
+            t = t_leaves[i]
+            tail.append(t if isinstance(t, Traced) else np.asarray(
+                t, dtype=main.params[i].type.dtype.numpy))
+        else:
+            tail.append(cnp.zeros_like(all_args[i]))
+    out, tout = _Compiled(module, "main_jvp", tf, None).run(leaves, tail=tail)
+    if tf.out_tree.kind is None:
+        return out, tout
+    return unflatten(tf.out_tree, list(out)), unflatten(tf.out_tree, list(tout))
+
+
+def linearize(f, *primals):
+    """``(f(*primals), f_lin)`` where ``f_lin(*tangents)`` is the linear map J,
+    compiled once: the primal work runs now, f_lin runs only the tangent program."""
+    from .transform.linearize import linearize as linearize_pass
+
+    leaves, in_tree = flatten(tuple(primals))
+    tf = trace_function(f, primals)
+    if _outer_trace(leaves) is not None or tf.lifted_values:
+        out = jvp(f, primals, tuple(_zeros_tree(p) for p in primals))[0]
+        return out, lambda *tangents: jvp(f, primals, tangents)[1]
+    main = tf.module["main"]
+    module = optimize(linearize_pass(tf.module, "main"))
+    out, residuals = _Compiled(module, "main_primal", tf, None).run(leaves)
+    floats = _float_positions(main, len(leaves))
+    tangent_fn = _Compiled(module, "main_tangent", tf, None)
+
+    def f_lin(*tangents):
+        t_leaves, t_tree = flatten(tuple(tangents))
+        if t_tree != in_tree:
+            raise GradientError(f"f_lin: tangents have structure {t_tree!r}, expected "
+                                f"{in_tree!r}")
+        ts = [t_leaves[i] if isinstance(t_leaves[i], Traced) else
+              np.asarray(t_leaves[i], main.params[i].type.dtype.numpy) for i in floats]
+        tout = tangent_fn.run(list(residuals), tail=ts)
+        return tout if tf.out_tree.kind is None else unflatten(tf.out_tree, list(tout))
+
+    if tf.out_tree.kind is not None:
+        out = unflatten(tf.out_tree, list(out))
+    return out, f_lin
+
+
+def linear_transpose(f_lin, *primals):
+    """The transpose of a linear function: ``f_T(ct)`` returns one cotangent per
+    primal (primals give the input shapes and dtypes)."""
+    from .transform.transpose import transpose
+
+    tf = trace_function(f_lin, primals)
+    leaves, _ = flatten(tuple(primals))
+    main = tf.module["main"]
+    floats = _float_positions(main, len(leaves))
+    module = optimize(transpose(tf.module, "main",
+                                linear=[main.params[i].name for i in floats]))
+    others = [x for i, x in enumerate(leaves) if i not in floats]
+    entry = _Compiled(module, "main_transpose", tf, None)
+    ranges = _leaf_ranges(primals)
+
+    def f_t(ct):
+        ct_leaves, _ = flatten(ct)
+        ct_arg = ct_leaves[0] if tf.out_tree.kind is None else tuple(ct_leaves)
+        cts = entry.run(others, tail=[ct_arg])
+        flat = [None] * len(leaves)
+        for i, c in zip(floats, cts):
+            flat[i] = c
+        return tuple(unflatten(flatten(p)[1], flat[r.start:r.stop])
+                     for p, r in zip(primals, ranges))
+
+    return f_t
+
+
+def _zeros_tree(tree):
+    leaves, td = flatten(tree)
+    return unflatten(td, [cnp.zeros_like(x) if isinstance(x, Traced) else
+                          np.zeros_like(np.asarray(x)) for x in leaves])
+
+
+def _basis(shape, dtype):
+    n = int(np.prod(shape, dtype=np.int64))
+    eye = np.eye(n, dtype=dtype)
+    return [eye[k].reshape(shape) for k in range(n)]
+
+
+def _stack(columns, out_shape, in_shape):
+    """Jacobian of shape out_shape + in_shape from per-input-element columns."""
+    if any(isinstance(c, Traced) for c in columns):
+        j = cnp.stack(columns, axis=-1)
+        return cnp.reshape(j, tuple(out_shape) + tuple(in_shape))
+    j = np.stack([np.asarray(c) for c in columns], axis=-1)
+    return j.reshape(tuple(out_shape) + tuple(in_shape))
+
+
+def jacfwd(f, argnums: int = 0):
+    """The Jacobian by forward mode, one JVP per input element; shape
+    ``out.shape + x.shape``."""
+
+    def jac(*args):
+        x = args[argnums]
+        xs = np.shape(x) if not isinstance(x, Traced) else x.shape
+        dtype = x.dtype if isinstance(x, Traced) else np.asarray(x).dtype
+        out, f_lin = linearize(lambda xv: f(*args[:argnums], xv, *args[argnums + 1:]), x)
+        cols = [f_lin(e) for e in _basis(xs, dtype)]
+        return _stack(cols, np.shape(out) if not isinstance(out, Traced) else out.shape, xs)
+
+    jac.__name__ = f"jacfwd({getattr(f, '__name__', 'f')})"
+    return jac
+
+
+def jacrev(f, argnums: int = 0):
+    """The Jacobian by reverse mode, one pullback per output element; shape
+    ``out.shape + x.shape``."""
+
+    def jac(*args):
+        x = args[argnums]
+        out, pullback = vjp(lambda xv: f(*args[:argnums], xv, *args[argnums + 1:]), x)
+        out_shape = out.shape if isinstance(out, Traced) else np.shape(out)
+        dtype = out.dtype if isinstance(out, Traced) else np.asarray(out).dtype
+        rows = [pullback(e)[0] for e in _basis(out_shape, dtype)]
+        xs = x.shape if isinstance(x, Traced) else np.shape(x)
+        if any(isinstance(r, Traced) for r in rows):
+            j = cnp.stack(rows, axis=0)
+        else:
+            j = np.stack([np.asarray(r) for r in rows], axis=0)
+        return cnp.reshape(j, tuple(out_shape) + tuple(xs))
+
+    jac.__name__ = f"jacrev({getattr(f, '__name__', 'f')})"
+    return jac
+
+
+def hessian(f, argnums: int = 0):
+    """``jacfwd(jacrev(f))``: forward over reverse."""
+    return jacfwd(jacrev(f, argnums), argnums)
+
+
+def hvp(f, primals, tangents):
+    """Hessian-vector product by forward over reverse: ``jvp(grad(f), primals, tangents)[1]``."""
+    return jvp(grad(f), primals, tangents)[1]

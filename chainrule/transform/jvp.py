@@ -1,0 +1,214 @@
+"""Forward mode as an IR pass: dual numbers (seeds 001 and 002).
+
+``jvp(module, "f")`` adds ``f_jvp(primals..., tangents...) -> (result,
+result_tangent)``, with one tangent parameter ``<p>_dot`` per float
+parameter. Each binding is copied, followed by its tangent, computed by the
+op's JVP rule (one linear map per operand, applied to the non-zero
+tangents). A call of a module function ``g`` becomes a call of ``g_jvp``.
+"""
+
+from __future__ import annotations
+
+from ..errors import GradientError, NoRuleError
+from ..frontend.tracer import Trace, Traced
+from ..ir.builder import Builder
+from ..ir.nodes import Binding, Call, Constant, Function, GlobalVar, Module, Tuple, TupleGetItem, Var
+from ..ir.op import Op
+from ..ir.types import FuncType, TensorType, TupleType, has_float
+from ..ir.visitor import Mutator
+from ..rules import JVP, NONDIFFERENTIABLE
+from .adjoint import Adjoints
+
+
+def jvp_type(fn: Function) -> FuncType:
+    tangents = [p.type for p in fn.params if has_float(p.type)]
+    return FuncType([p.type for p in fn.params] + tangents,
+                    TupleType([fn.ret_type, fn.ret_type]))
+
+
+class _Context:
+    def __init__(self, module: Module):
+        self.module = module
+        self.generated: dict[str, Function] = {}
+        self.types: dict[str, FuncType] = {}
+
+    def jvp_name(self, name: str) -> str:
+        jname = f"{name}_jvp"
+        if jname not in self.types:
+            if jname in self.module.functions:
+                raise GradientError(f"the module already has a function named {jname}")
+            self.types[jname] = jvp_type(self.module[name])
+            self.generated[jname] = None
+            self.generated[jname] = _ForwardSweep(self, self.module[name]).run()
+        return jname
+
+
+class _ForwardSweep:
+    def __init__(self, ctx: _Context, fn: Function):
+        self.ctx = ctx
+        self.fn = fn
+        self.trace = Trace()
+        self.b = self.trace.builder = Builder(ctx.module)
+        self.b.extra_globals = ctx.types
+        self.b._counter = len(fn.body.bindings)
+        self.adj = Adjoints(self.trace)
+        self.tangents: dict[Var, object] = {}
+        missing = sorted({b.value.callee.name for b in fn.body.bindings
+                          if isinstance(b.value, Call) and isinstance(b.value.callee, Op)
+                          and b.value.callee.name not in JVP
+                          and b.value.callee.name not in NONDIFFERENTIABLE})
+        if missing:
+            raise NoRuleError(f"no JVP rule for: {', '.join(missing)} "
+                              f"(register one with chainrule.rules.register_jvp)")
+
+    def tangent(self, atom):
+        if isinstance(atom, Var):
+            return self.tangents.get(atom)
+        if isinstance(atom, Tuple):
+            parts = tuple(self.tangent(f) for f in atom.fields)
+            return None if all(p is None for p in parts) else parts
+        return None
+
+    def run(self) -> Function:
+        fn, b = self.fn, self.b
+        params = [Var(p.name, p.type) for p in fn.params]
+        dots = [Var(f"{p.name}_dot", p.type) for p in fn.params if has_float(p.type)]
+        b.params = params + dots
+        copy = self.copy = Mutator(self.ctx.module)
+        copy.builder = b
+        for old, new in zip(fn.params, params):
+            copy.subst[old] = new
+        for p, d in zip([p for p in fn.params if has_float(p.type)], dots):
+            self.tangents[p] = d
+        for binding in fn.body.bindings:
+            handler = _FORWARD.get(type(binding.value))
+            if handler is None:
+                raise GradientError(f"{binding.var.name}: forward mode through "
+                                    f"{type(binding.value).__name__} is not supported yet")
+            handler(self, binding)
+        result = copy.atom(fn.body.result)
+        dresult = self.adj.materialize(self.new_tangent(fn.body.result), fn.ret_type)
+        return b.finish_function(Tuple([result, dresult]))
+
+    def new_tangent(self, atom):
+        return self.tangent(atom)
+
+    def copy_binding(self, binding: Binding):
+        self.copy.emit_bindings([binding])
+        return self.copy.atom(binding.var)
+
+    def set_tangent(self, old: Var, msg, new: Var, start: int | None = None) -> None:
+        """Record a tangent; a variable the rule just emitted is named ``<v>_dot``."""
+        if msg is None:
+            return
+        if (start is not None and isinstance(msg, Var) and isinstance(old.type, TensorType)
+                and any(b.var is msg for b in self.b.bindings[start:])):
+            msg.name = f"{new.name}_dot"
+        self.tangents[old] = msg
+
+
+def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
+    call = binding.value
+    tangents = [sweep.tangent(a) for a in call.args]
+    if isinstance(call.callee, GlobalVar) and any(t is not None for t in tangents):
+        fn = sweep.ctx.module[call.callee.name]
+        jname = sweep.ctx.jvp_name(call.callee.name)
+        args = [sweep.copy.atom(a) for a in call.args]
+        dargs = [sweep.adj.materialize(t, p.type) for t, p in zip(tangents, fn.params)
+                 if has_float(p.type)]
+        pair = sweep.b.emit(Call(GlobalVar(jname), args + dargs), f"{binding.var.name}_jvp")
+        new = sweep.b.emit(TupleGetItem(pair, 0), binding.var.name)
+        sweep.copy.subst[binding.var] = new
+        sweep.set_tangent(binding.var, sweep.b.emit(TupleGetItem(pair, 1)), new)
+        return
+    if isinstance(call.callee, Var):
+        raise GradientError(f"{binding.var.name}: forward mode through calls of local "
+                            f"function values is not supported yet")
+    new = sweep.copy_binding(binding)
+    op = call.callee
+    if isinstance(call.callee, GlobalVar) or op.name in NONDIFFERENTIABLE or all(
+            t is None for t in tangents):
+        return
+    adj = sweep.adj
+    start = len(sweep.b.bindings)
+    args = [adj.wrap(sweep.copy.atom(a)) for a in call.args]
+    maps = JVP[op.name](Traced(sweep.trace, new), *args, **call.attrs)
+    if len(maps) != len(args):
+        raise GradientError(f"the JVP rule of {op.name} returned {len(maps)} maps for "
+                            f"{len(args)} operands")
+    total = None
+    for t, m in zip(tangents, maps):
+        if t is None or m is None:
+            continue
+        contrib = m(adj.wrap(adj.materialize(t, _type(t))))
+        total = adj.add(total, _fit_out(adj, contrib, new.type), new.type)
+    sweep.set_tangent(binding.var, total, new, start)
+
+
+def _type(msg):
+    if isinstance(msg, tuple):
+        return TupleType(_type(m) for m in msg)
+    if isinstance(msg, Tuple):
+        return TupleType(_type(f) for f in msg.fields)
+    return msg.type
+
+
+def _fit_out(adj: Adjoints, contrib, t):
+    if isinstance(t, TupleType):
+        return tuple(_fit_out(adj, c, ft) for c, ft in zip(contrib, t.fields))
+    atom = adj.unwrap(contrib)
+    if atom.type.shape != t.shape:
+        atom = adj.call("broadcast_to", atom, shape=t.shape)
+    if atom.type.dtype != t.dtype:
+        atom = adj.call("astype", atom, dtype=t.dtype)
+    return atom
+
+
+def _tuple_forward(sweep: _ForwardSweep, binding: Binding) -> None:
+    new = sweep.copy_binding(binding)
+    sweep.set_tangent(binding.var, sweep.tangent(binding.value), new)
+
+
+def _getitem_forward(sweep: _ForwardSweep, binding: Binding) -> None:
+    new = sweep.copy_binding(binding)
+    t = sweep.tangent(binding.value.tuple_value)
+    if t is None:
+        return
+    parts = sweep.adj.split(t, binding.value.tuple_value.type)
+    sweep.set_tangent(binding.var, parts[binding.value.index], new)
+
+
+def _assign_forward(sweep: _ForwardSweep, binding: Binding) -> None:
+    new = sweep.copy_binding(binding)
+    sweep.set_tangent(binding.var, sweep.tangent(binding.value), new)
+
+
+_FORWARD = {
+    Call: _call_forward,
+    Tuple: _tuple_forward,
+    TupleGetItem: _getitem_forward,
+    Var: _assign_forward,
+    Constant: lambda sweep, binding: sweep.copy_binding(binding),
+}
+
+
+def jvp(module: Module, func: str = "main") -> Module:
+    """Add ``<func>_jvp(primals..., tangents...) -> (result, result_tangent)``.
+
+    >>> import chainrule as cr
+    >>> m = cr.parse('''
+    ... def f(a: f64, b: f64) -> f64:
+    ...     t1 = add(a, b)
+    ...     t2 = multiply(2.0, a)
+    ...     t3 = multiply(t2, b)
+    ...     t4 = add(t1, t3)
+    ...     return t4
+    ... ''')
+    >>> print(jvp(m, "f")["f_jvp"].params)
+    (%a: f64, %b: f64, %a_dot: f64, %b_dot: f64)
+    """
+    ctx = _Context(module)
+    ctx.jvp_name(func)
+    funcs = dict(module.functions)
+    funcs.update(ctx.generated)
+    return Module(funcs, module.meta)
