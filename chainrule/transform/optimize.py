@@ -1,0 +1,65 @@
+"""The default clean-up: simplify, cse and dce, repeated until nothing changes.
+
+Each pass returns a function it did not change as the same object, so the
+fixed point is seen without comparing programs.
+
+>>> import chainrule as cr
+>>> m = cr.parse('''
+... def main(x: f64[3]) -> f64:
+...     a = exp(x)
+...     b = exp(x)
+...     c = subtract(a, b)
+...     d = add(a, 0.0)
+...     e = multiply(d, d)
+...     s = sum(e)
+...     return s
+... ''')
+>>> print(optimize(m))
+def main(x: f64[3]) -> f64:
+    a = exp(x)
+    e = multiply(a, a)
+    s = sum(e)
+    return s
+<BLANKLINE>
+"""
+
+from __future__ import annotations
+
+from ..ir.nodes import Function, Module
+from .base import Pass, register_pass
+from .cse import cse_function
+from .dce import dce_function
+from .simplify import MAX_SWEEPS, simplify_function
+
+MAX_ROUNDS = 4
+
+
+def optimize_function(fn: Function, max_rounds: int = MAX_ROUNDS) -> Function:
+    """``fn`` after rounds of simplify, cse and dce, until a round changes nothing."""
+    for _ in range(max_rounds):
+        new = dce_function(cse_function(simplify_function(fn, MAX_SWEEPS)))
+        if new is fn:
+            break
+        fn = new
+    return fn
+
+
+class Optimize(Pass):
+    """simplify, cse, dce to a fixed point (at most ``max_rounds`` rounds)."""
+
+    name = "optimize"
+
+    def __init__(self, max_rounds: int = MAX_ROUNDS):
+        self.max_rounds = max_rounds
+
+    def run(self, module: Module) -> Module:
+        return Module({name: optimize_function(fn, self.max_rounds)
+                       for name, fn in module.functions.items()}, module.meta)
+
+
+register_pass(Optimize)
+
+
+def optimize(module: Module, max_rounds: int = MAX_ROUNDS) -> Module:
+    """Clean up ``module``: simplify, cse, dce until nothing changes (a few rounds)."""
+    return Optimize(max_rounds)(module)

@@ -1,0 +1,371 @@
+"""Algebraic simplification, copy propagation and constant folding.
+
+One sweep is a forward scan over the bindings with a substitution map, so
+every rule sees its operands already simplified and chains of rewrites
+resolve in the same sweep; sweeps repeat (boundedly) until nothing changes.
+
+- copies: ``b = a`` (a variable or a constant) is dropped and ``b`` replaced
+  by ``a`` everywhere, block results included;
+- identities: ``x + 0``, ``0 + x``, ``x - 0``, ``0 - x`` (negative),
+  ``x * 1``, ``1 * x``, ``x * -1`` (negative), ``x / 1``, ``x ** 1``,
+  ``negative(negative(x))``. "0" is any value known to be all zeros: a
+  constant, ``zeros``/``zeros_like``/``full(0)``, or a ``broadcast_to`` or
+  reshape of one. The result keeps its exact type: when it differs from
+  ``x``'s, ``x`` is cast (``astype``, the conversion the op itself does) and
+  broadcast (``broadcast_to``). ``x + 0`` gives ``x``, which differs from
+  IEEE ``-0.0 + 0.0`` only in the sign of a zero;
+- ``x ** 2`` -> ``multiply(x, x)``;
+- constant folding: an op call whose operands are all constants becomes a
+  constant when its result has at most ``FOLD_LIMIT`` elements (creation ops
+  without operands are left as they are: ``zeros((5, 5))`` reads better than
+  its 25 elements);
+- shape ops that do nothing go: ``collapse_sum_to``, ``broadcast_to``,
+  ``reshape``, ``astype``, ``expand_dims``, ``squeeze`` whose output type is
+  their input's, ``permute_dims`` by the identity, ``flip`` of no axis;
+  chains of reshapes (``reshape``/``expand_dims``/``squeeze`` that cancel,
+  such as ``squeeze(expand_dims(x, 0), 0)``) collapse; ``broadcast_to`` of
+  ``broadcast_to`` is one ``broadcast_to``;
+- ``t[i]`` where ``t`` is bound to a literal tuple is the field;
+- ``if`` on a constant condition is replaced by the branch taken.
+
+>>> import chainrule as cr
+>>> m = cr.parse('''
+... def main(x: f64[3]) -> f64[3]:
+...     a = multiply(x, 1.0)
+...     b = power(a, 2)
+...     return b
+... ''')
+>>> print(simplify(m))
+def main(x: f64[3]) -> f64[3]:
+    b = multiply(x, x)
+    return b
+<BLANKLINE>
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ChainruleError
+from ..ir.nodes import (
+    Binding,
+    Block,
+    Call,
+    Constant,
+    Function,
+    If,
+    Module,
+    Tuple,
+    TupleGetItem,
+    Var,
+    While,
+)
+from ..ir.op import OPS, Op
+from ..ir.types import TensorType, TupleType
+from .base import Pass, register_pass, same_block, subst_atom, subst_direct, with_blocks
+
+FOLD_LIMIT = 64  # largest result (in elements) that constant folding creates
+MAX_SWEEPS = 8
+_RULE_CHAIN = 4  # rewrites of one binding per sweep before moving on
+
+_SHAPE_IDENTITY = {"collapse_sum_to", "broadcast_to", "reshape", "astype", "expand_dims",
+                   "squeeze"}
+_RESHAPES = {"reshape", "expand_dims", "squeeze"}
+# ops that keep a uniform value uniform (every element equal)
+_UNIFORM_PRESERVING = {"broadcast_to", "reshape", "expand_dims", "squeeze", "permute_dims",
+                       "flip"}
+_NO_VALUE = object()
+
+
+def _is(value, target) -> bool:
+    return value is not _NO_VALUE and value == target
+
+
+class _Simplifier:
+    def __init__(self):
+        self.sub: dict[Var, object] = {}
+        self.defs: dict[Var, object] = {}  # variable -> its (simplified) Call or Tuple
+        self.uniform: dict[Var, object] = {}  # variable -> the value of all its elements
+        self._const_uniform: dict[int, tuple] = {}  # id -> (constant, value): holds it
+        self.changed = False
+
+    # -- facts about atoms ------------------------------------------------------------
+    def uniform_of(self, x):
+        """The value every element of ``x`` is known to have, or ``_NO_VALUE``."""
+        if type(x) is Var:
+            return self.uniform.get(x, _NO_VALUE)
+        if type(x) is Constant:
+            hit = self._const_uniform.get(id(x))
+            if hit is None:
+                d = x.data
+                value = _NO_VALUE
+                if d.size and d.dtype.kind in "biufc":
+                    first = d.flat[0]
+                    if np.all(d == first):
+                        value = first.item()
+                hit = self._const_uniform[id(x)] = (x, value)
+            return hit[1]
+        return _NO_VALUE
+
+    def record(self, var: Var, value) -> None:
+        t = type(value)
+        if t is Tuple:
+            self.defs[var] = value
+        elif t is Call and type(value.callee) is Op:
+            self.defs[var] = value
+            name = value.callee.name
+            u = _NO_VALUE
+            if name in ("zeros", "zeros_like"):
+                u = 0
+            elif name in ("ones", "ones_like"):
+                u = 1
+            elif name in ("full", "full_like"):
+                # the value as stored: full(2, dtype=bool) holds True, not 2
+                try:
+                    with np.errstate(all="ignore"):
+                        u = np.array(value.attrs["fill_value"]).astype(
+                            value.attrs["dtype"].numpy).item()
+                except (ValueError, OverflowError, TypeError):
+                    u = _NO_VALUE
+            elif name in _UNIFORM_PRESERVING:
+                u = self.uniform_of(value.args[0])
+            if u is not _NO_VALUE:
+                self.uniform[var] = u
+
+    def op_def(self, x, names):
+        """The op call defining variable ``x`` if its op is one of ``names``."""
+        d = self.defs.get(x) if type(x) is Var else None
+        if type(d) is Call and d.callee.name in names:
+            return d
+        return None
+
+    # -- building replacement values ----------------------------------------------------
+    @staticmethod
+    def typed_call(name: str, args, attrs, want) -> Call | None:
+        """``Call(op, args, attrs)`` with canonical attrs if its type is ``want``, else None."""
+        op = OPS[name]
+        try:
+            attrs, t = op.type_call([a.type for a in args], attrs)
+        except ChainruleError:  # a rewrite that does not type-check is simply not done
+            return None
+        return Call(op, args, attrs) if t == want else None
+
+    @staticmethod
+    def emit(out: list, hint: str, call: Call) -> Var:
+        var = Var(hint, call.callee.type_call([a.type for a in call.args], call.attrs)[1])
+        out.append(Binding(var, call))
+        return var
+
+    def adapt(self, x, t, out: list, hint: str):
+        """``x`` cast and broadcast to type ``t`` (as an op applying to ``x`` would):
+        an atom, a Call producing ``t``, or None when that is not possible."""
+        xt = x.type
+        if not isinstance(xt, TensorType) or not isinstance(t, TensorType):
+            return None
+        if xt == t:
+            return x
+        if xt.dtype == t.dtype:
+            return self.typed_call("broadcast_to", [x], {"shape": t.shape}, t)
+        cast_type = TensorType(xt.shape, t.dtype)
+        cast = self.typed_call("astype", [x], {"dtype": t.dtype}, cast_type)
+        if cast is None or xt.shape == t.shape:
+            return cast
+        cast_var = Var(f"{hint}_cast", cast_type)
+        bcast = self.typed_call("broadcast_to", [cast_var], {"shape": t.shape}, t)
+        if bcast is not None:
+            out.append(Binding(cast_var, cast))
+        return bcast
+
+    def adapt_atom(self, x, t, out, hint):
+        v = self.adapt(x, t, out, hint)
+        if type(v) is Call:
+            return self.emit(out, f"{hint}_{v.callee.name}", v)
+        return v
+
+    def negated(self, x, t, out, hint):
+        x = self.adapt_atom(x, t, out, hint)
+        return None if x is None else self.typed_call("negative", [x], {}, t)
+
+    # -- rules ----------------------------------------------------------------------------
+    def fold(self, var: Var, call: Call):
+        if not call.args or not all(type(a) is Constant for a in call.args):
+            return None
+        t = var.type
+        fields = t.fields if isinstance(t, TupleType) else (t,)
+        size = 0
+        for f in fields:
+            if not isinstance(f, TensorType) or f.size is None:
+                return None
+            size += f.size
+        if size > FOLD_LIMIT:
+            return None
+        try:
+            with np.errstate(all="ignore"):
+                res = call.callee.kernel(*[a.data for a in call.args], **call.attrs)
+        except Exception:  # folding is best effort: a failing kernel fails at run time
+            return None
+        parts = list(res) if isinstance(t, TupleType) else [res]
+        if len(parts) != len(fields):
+            return None
+        consts = []
+        for part, f in zip(parts, fields):
+            arr = np.asarray(part)
+            if arr.shape != f.shape:
+                return None
+            consts.append(Constant(arr.astype(f.dtype.numpy, copy=False)))
+        return Tuple(consts) if isinstance(t, TupleType) else consts[0]
+
+    def rules(self, var: Var, call: Call, out: list):
+        """A simpler value for ``var = call`` (atom or Call or Tuple), or None."""
+        name = call.callee.name
+        args = call.args
+        t = var.type
+        hint = var.name
+        if name in ("add", "subtract", "multiply", "divide", "power"):
+            a, b = args
+            ua, ub = self.uniform_of(a), self.uniform_of(b)
+            if name == "add":
+                if _is(ub, 0):
+                    return self.adapt(a, t, out, hint)
+                if _is(ua, 0):
+                    return self.adapt(b, t, out, hint)
+            elif name == "subtract":
+                if _is(ub, 0):
+                    return self.adapt(a, t, out, hint)
+                if _is(ua, 0):
+                    return self.negated(b, t, out, hint)
+            elif name == "multiply":
+                if _is(ub, 1):
+                    return self.adapt(a, t, out, hint)
+                if _is(ua, 1):
+                    return self.adapt(b, t, out, hint)
+                if _is(ub, -1):
+                    return self.negated(a, t, out, hint)
+                if _is(ua, -1):
+                    return self.negated(b, t, out, hint)
+            elif name == "divide":
+                if _is(ub, 1):
+                    return self.adapt(a, t, out, hint)
+            elif _is(ub, 1):
+                return self.adapt(a, t, out, hint)
+            elif _is(ub, 2):
+                x = self.adapt_atom(a, t, out, hint)
+                return None if x is None else self.typed_call("multiply", [x, x], {}, t)
+            return None
+        if name == "negative":
+            inner = self.op_def(args[0], ("negative",))
+            return inner.args[0] if inner is not None else None
+        x = args[0] if args else None
+        if name in _SHAPE_IDENTITY and x.type == t:
+            return x
+        if name == "permute_dims" and call.attrs["axes"] == tuple(range(len(t.shape))):
+            return x
+        if name == "flip" and call.attrs["axis"] == ():
+            return x
+        if name in _RESHAPES:
+            inner = self.op_def(x, _RESHAPES)
+            if inner is not None:
+                z = inner.args[0]
+                if z.type == t:
+                    return z
+                if name == "reshape":
+                    return self.typed_call("reshape", [z], call.attrs, t)
+        if name == "broadcast_to":
+            inner = self.op_def(x, ("broadcast_to",))
+            if inner is not None:
+                return self.typed_call("broadcast_to", [inner.args[0]], call.attrs, t)
+        return None
+
+    def rewrite(self, var: Var, value, out: list):
+        """The simplified value of a binding (an atom means: substitute it)."""
+        for _ in range(_RULE_CHAIN):
+            t = type(value)
+            if t is Var or t is Constant:
+                return value
+            if t is TupleGetItem:
+                tv = value.tuple_value
+                tup = self.defs.get(tv) if type(tv) is Var else tv
+                if type(tup) is Tuple:
+                    value = tup.fields[value.index]
+                    self.changed = True
+                    continue
+                return value
+            if t is not Call or type(value.callee) is not Op:
+                return value
+            new = self.fold(var, value)
+            pending: list = []  # bindings a rewrite needs, kept only if it succeeds
+            if new is None:
+                new = self.rules(var, value, pending)
+            if new is None:
+                return value
+            for b in pending:
+                out.append(b)
+                self.record(b.var, b.value)
+            self.changed = True
+            value = new
+        return value
+
+    # -- traversal ---------------------------------------------------------------------------
+    def block(self, block: Block) -> Block:
+        out: list = []
+        sub = self.sub
+        for b in block.bindings:
+            value = subst_direct(b.value, sub)
+            t = type(value)
+            if t is If and type(value.cond) is Constant:
+                taken = value.then_block if bool(value.cond.data) else value.else_block
+                inner = self.block(taken)
+                out.extend(inner.bindings)
+                value = inner.result
+                self.changed = True
+                t = type(value)
+            elif t is If:
+                value = with_blocks(value, (self.block(value.then_block),
+                                            self.block(value.else_block)))
+            elif t is While:
+                value = with_blocks(value, (self.block(value.cond), self.block(value.body)))
+            elif t is Function:
+                value = with_blocks(value, (self.block(value.body),))
+            else:
+                value = self.rewrite(b.var, value, out)
+                t = type(value)
+            if t is Var or t is Constant:
+                sub[b.var] = value
+                self.changed = True
+                continue
+            self.record(b.var, value)
+            out.append(b if value is b.value else Binding(b.var, value))
+        return same_block(block, out, subst_atom(block.result, sub))
+
+
+def simplify_function(fn: Function, max_sweeps: int = MAX_SWEEPS) -> Function:
+    """``fn`` simplified to a fixed point (at most ``max_sweeps`` sweeps)."""
+    for _ in range(max_sweeps):
+        s = _Simplifier()
+        body = s.block(fn.body)
+        if body is not fn.body:
+            fn = Function(fn.params, body, fn.ret_type)
+        if not s.changed:
+            break
+    return fn
+
+
+class Simplify(Pass):
+    """Copy propagation, algebraic identities, constant folding, no-op shape ops."""
+
+    name = "simplify"
+
+    def __init__(self, max_sweeps: int = MAX_SWEEPS):
+        self.max_sweeps = max_sweeps
+
+    def run(self, module: Module) -> Module:
+        return Module({name: simplify_function(fn, self.max_sweeps)
+                       for name, fn in module.functions.items()}, module.meta)
+
+
+register_pass(Simplify)
+
+
+def simplify(module: Module, max_sweeps: int = MAX_SWEEPS) -> Module:
+    """Simplify every function of ``module`` (see the module docstring)."""
+    return Simplify(max_sweeps)(module)
