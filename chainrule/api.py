@@ -13,7 +13,7 @@ import functools
 
 import numpy as np
 
-from .errors import ChainruleError, GradientError
+from .errors import ChainruleError, ConcretizationError, GradientError
 from .frontend.tracer import Trace, Traced, current_trace, trace_function
 from .ir.nodes import Module, Tuple, Var
 from .ir.types import TensorType, has_float
@@ -135,9 +135,10 @@ class _Compiled:
 class _Transform:
     """A function transformation cached per input signature."""
 
-    def __init__(self, f, build, name: str):
+    def __init__(self, f, build, name: str, on_tape=None):
         self.f = f
         self.build = build
+        self.on_tape = on_tape
         self.cache: dict = {}
         functools.update_wrapper(self, f, updated=())
         self.__name__ = f"{name}({getattr(f, '__name__', 'f')})"
@@ -154,7 +155,13 @@ class _Transform:
         return entry, leaves
 
     def __call__(self, *args):
-        entry, leaves = self.specialize(args)
+        try:
+            entry, leaves = self.specialize(args)
+        except ConcretizationError:
+            # Python control flow on values: differentiate on the tape instead
+            if self.on_tape is None or any(isinstance(x, Traced) for x in flatten(args)[0]):
+                raise
+            return self.on_tape(args)
         return entry.finish(entry.run(leaves), args)
 
 
@@ -230,7 +237,22 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
         entry.finish = finish
         return entry
 
-    return _Transform(f, build, "value_and_grad")
+    def on_tape(args):
+        from .tape.functional import value_and_grad_on_tape
+
+        nums = _argnums_tuple(argnums, len(args))
+        ranges = _leaf_ranges(args)
+        wanted = {i for a in nums for i in ranges[a]}
+        value, aux, grads = value_and_grad_on_tape(f, args, wanted, has_aux)
+        gtrees, k = [], 0
+        for a in nums:
+            n = len(ranges[a])
+            gtrees.append(unflatten(flatten(args[a])[1], list(grads[k:k + n])))
+            k += n
+        g = gtrees[0] if isinstance(argnums, int) else tuple(gtrees)
+        return ((value, aux) if has_aux else value), g
+
+    return _Transform(f, build, "value_and_grad", on_tape)
 
 
 def grad(f, argnums=0, has_aux: bool = False):
@@ -261,7 +283,12 @@ def vjp(f, *primals, has_aux: bool = False):
     """
     from .transform.gradient import gradient, vjp_module
 
-    tf = trace_function(f, primals)
+    try:
+        tf = trace_function(f, primals)
+    except ConcretizationError:
+        if any(isinstance(x, Traced) for x in flatten(tuple(primals))[0]):
+            raise
+        return _vjp_on_tape(f, primals, has_aux)
     leaves, _ = flatten(tuple(primals))
     main = tf.module["main"]
     out_tree = tf.out_tree
@@ -306,6 +333,27 @@ def vjp(f, *primals, has_aux: bool = False):
     if has_aux:
         return out_py, pullback, aux
     return out_py, pullback
+
+
+def _vjp_on_tape(f, primals, has_aux):
+    from .tape.functional import vjp_on_tape
+
+    leaves, _ = flatten(tuple(primals))
+    wanted = {i for i, x in enumerate(leaves)
+              if np.issubdtype(np.asarray(x).dtype, np.inexact)}
+    g = (lambda *a: f(*a)[0]) if has_aux else f
+    out, pull = vjp_on_tape(g, primals, wanted)
+    ranges = _leaf_ranges(primals)
+
+    def pullback(ct):
+        grads = iter(pull(ct))
+        flat = [next(grads) if i in wanted else None for i in range(len(leaves))]
+        return tuple(unflatten(flatten(p)[1], flat[r.start:r.stop])
+                     for p, r in zip(primals, ranges))
+
+    if has_aux:
+        return out, pullback, f(*primals)[1]
+    return out, pullback
 
 
 def _leaf_types(t):

@@ -34,8 +34,10 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.op import Op
+from ..ops.common import apply
 from ..ir.types import FuncType, TensorType, TupleType
 from ..ir.visitor import free_vars
+from ..tree import flatten, unflatten
 
 
 class Closure:
@@ -54,9 +56,13 @@ class Closure:
 
 
 class Interpreter:
-    def __init__(self, module: Module):
+    """Runs a module. With ``dispatch=True`` op calls go through the op functions'
+    dispatch, so tape tensors record them (how ``create_graph`` works)."""
+
+    def __init__(self, module: Module, dispatch: bool = False):
         self.module = module
         self._free: dict[int, list] = {}
+        self.dispatch = dispatch
 
     def value_of(self, x, env):
         if isinstance(x, Var):
@@ -85,7 +91,15 @@ class Interpreter:
                 callee = v.callee
                 args = [value_of(a, env) for a in v.args]
                 if isinstance(callee, Op):
-                    env[b.var] = callee.kernel(*args, **v.attrs)
+                    try:
+                        if self.dispatch:
+                            env[b.var] = apply(callee, *args, **v.attrs)
+                        else:
+                            env[b.var] = callee.kernel(*args, **v.attrs)
+                    except (ArithmeticError, IndexError, ValueError, TypeError) as exc:
+                        # data-dependent failures, e.g. an index array out of bounds
+                        raise InterpretError(
+                            f"{callee.name} (binding {b.var.name}) failed: {exc}") from None
                 elif isinstance(callee, GlobalVar):
                     env[b.var] = self.call_global(callee.name, args)
                 else:
@@ -120,9 +134,13 @@ class Interpreter:
 
 def _coerce(arg, t, where: str):
     if isinstance(t, TensorType):
-        arr = np.asarray(arg)
+        try:
+            arr = np.asarray(arg)
+        except (TypeError, ValueError) as exc:
+            raise InterpretError(f"{where}: expected {t!r}, got {type(arg).__name__}: "
+                                 f"{exc}") from None
         if arr.dtype != t.dtype.numpy:
-            if np.can_cast(arr.dtype, t.dtype.numpy, "same_kind") or arr.ndim == 0:
+            if arr.dtype.kind in "biufc" and np.can_cast(arr.dtype, t.dtype.numpy, "same_kind"):
                 arr = arr.astype(t.dtype.numpy)
             else:
                 raise InterpretError(f"{where}: expected {t!r}, got an array of dtype {arr.dtype}")
@@ -143,7 +161,12 @@ def _coerce(arg, t, where: str):
 
 
 def run(module: Module, *args, func: str = "main"):
-    """Run ``func`` of ``module`` on the arguments (arrays, scalars, tuples)."""
+    """Run ``func`` of ``module`` on the arguments (arrays, scalars, tuples).
+
+    A traced module (``chainrule.trace``) takes the same pytrees (dicts,
+    lists, tuples of arrays) as the traced Python function, and returns its
+    result in the same structure; flat leaves are accepted too.
+    """
     if func not in module.functions:
         if len(module.functions) == 1:
             func = next(iter(module.functions))
@@ -151,9 +174,24 @@ def run(module: Module, *args, func: str = "main"):
             raise InterpretError(f"no function {func!r} in the module; it has "
                                  f"{list(module.functions)}")
     fn = module.functions[func]
+    traced = module.meta.get("func") == func
+    in_tree, out_tree = module.meta.get("in_tree"), module.meta.get("out_tree")
+    if traced and in_tree is not None:
+        leaves, tree = flatten(tuple(args))
+        if tree == in_tree and len(leaves) == len(fn.params):
+            args = tuple(leaves)
     if len(args) != len(fn.params):
         raise InterpretError(
             f"{func} takes {len(fn.params)} argument(s) "
             f"({', '.join(p.name for p in fn.params)}), got {len(args)}")
     args = [_coerce(a, p.type, f"{func}: argument {p.name}") for a, p in zip(args, fn.params)]
-    return Interpreter(module).call_function(fn, args, {})
+    try:
+        result = Interpreter(module).call_function(fn, args, {})
+    except RecursionError:
+        raise InterpretError(f"{func}: calls nest too deeply (a recursion without a "
+                             f"reachable base case?)") from None
+    if traced and out_tree is not None:
+        leaves = [result] if out_tree.kind is None else result
+        if isinstance(leaves, (tuple, list)) and len(leaves) == out_tree.num_leaves:
+            return unflatten(out_tree, leaves)
+    return result

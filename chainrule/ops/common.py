@@ -47,12 +47,14 @@ def to_arrays(args) -> list:
             else np.asarray(a) for a in args]
 
 
-def evaluate(op: Op, args, attrs):
-    """Run an op's kernel on concrete values, normalizing attributes as the IR does."""
+def evaluate(op: Op, args, attrs, with_attrs: bool = False):
+    """Run an op's kernel on concrete values, normalizing attributes as the IR does
+    (``with_attrs=True`` also returns the normalized attributes)."""
     arrays = to_arrays(args)
     types = [TensorType(a.shape, DType(a.dtype)) for a in arrays]
     attrs, _ = op.type_call(types, attrs)
-    return op.kernel(*arrays, **attrs)
+    out = op.kernel(*arrays, **attrs)
+    return (out, attrs) if with_attrs else out
 
 
 def op_function(op: Op):

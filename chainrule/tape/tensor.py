@@ -1,0 +1,236 @@
+"""Eager tensors whose operations are recorded, PyTorch-style, as IR bindings.
+
+Each op on a tensor that requires grad records a ``Node`` (op, attributes,
+operands, value). ``backward`` gathers the nodes the loss depends on into an
+IR block and differentiates it with the same ``gradient`` pass and VJP rules
+as the compiler (see graph.py). In lazy mode (DyNet) ops record without
+computing; values are computed on demand, only for what is needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+
+from ..errors import ChainruleError
+from ..frontend.array_methods import ArrayMethods
+from ..ops.common import HANDLERS, evaluate
+
+
+class _Mode(threading.local):
+    def __init__(self):
+        self.grad_enabled = True
+        self.lazy = False
+
+
+MODE = _Mode()
+
+
+@contextlib.contextmanager
+def no_grad():
+    """Ops inside do not record (like ``torch.no_grad``)."""
+    old = MODE.grad_enabled
+    MODE.grad_enabled = False
+    try:
+        yield
+    finally:
+        MODE.grad_enabled = old
+
+
+@contextlib.contextmanager
+def lazy():
+    """Ops inside record without computing (DyNet); values come on demand."""
+    old = MODE.lazy
+    MODE.lazy = True
+    try:
+        yield
+    finally:
+        MODE.lazy = old
+
+
+class Node:
+    """One recorded op: its operands (tensors or plain values) and attributes."""
+
+    __slots__ = ("op", "args", "attrs", "seq", "__weakref__")
+    counter = 0
+
+    def __init__(self, op, args, attrs):
+        self.op = op
+        self.args = args
+        self.attrs = attrs
+        Node.counter += 1
+        self.seq = Node.counter  # recording order, so graphs print as they were written
+
+
+class Tensor(ArrayMethods):
+    """An array that can record the operations applied to it."""
+
+    __slots__ = ("_value", "requires_grad", "grad", "node", "_type")
+
+    def __init__(self, value, requires_grad: bool = False, node: Node | None = None):
+        self._value = value
+        self.requires_grad = requires_grad
+        self.grad = None
+        self.node = node
+        self._type = None
+
+    # -- values -----------------------------------------------------------------------
+    def value(self) -> np.ndarray:
+        """The array (computed now if it was recorded lazily)."""
+        if self._value is None:
+            from .graph import force
+
+            force(self)
+        return self._value
+
+    numpy = value
+
+    @property
+    def data(self) -> np.ndarray:
+        return self.value()
+
+    def _cr_value(self):
+        return self.value()
+
+    def item(self):
+        return self.value().item()
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.node is None
+
+    @property
+    def shape(self) -> tuple:
+        return self.aval()[0]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval()[1]
+
+    def aval(self) -> tuple:
+        """(shape, dtype), known without computing a lazy value."""
+        if self._type is None:
+            if self._value is not None:
+                self._type = (self._value.shape, self._value.dtype)
+            else:
+                from .graph import infer_aval
+
+                self._type = infer_aval(self)
+        return self._type
+
+    def __repr__(self) -> str:
+        flag = ", requires_grad=True" if self.requires_grad else ""
+        if self._value is None:
+            return f"Tensor(<lazy {self.shape} {self.dtype}>{flag})"
+        return f"Tensor({self._value!r}{flag})"
+
+    # -- concrete Python values are fine on the tape ----------------------------------
+    def __bool__(self):
+        return bool(self.value())
+
+    def __float__(self):
+        return float(self.value())
+
+    def __int__(self):
+        return int(self.value())
+
+    def __index__(self):
+        return int(self.value())
+
+    def __array__(self, dtype=None, copy=None):
+        v = self.value()
+        return v if dtype is None else v.astype(dtype)
+
+    # -- graph operations -------------------------------------------------------------------
+    def detach(self) -> Tensor:
+        return Tensor(self.value(), requires_grad=False)
+
+    def requires_grad_(self, flag: bool = True) -> Tensor:
+        if not self.is_leaf:
+            raise ChainruleError("requires_grad_ is only for leaf tensors; use detach() first")
+        self.requires_grad = flag
+        return self
+
+    def zero_grad(self) -> None:
+        self.grad = None
+
+    def backward(self, gradient=None, retain_graph: bool = False,
+                 create_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf requiring grad."""
+        from .graph import backward
+
+        backward(self, gradient, retain_graph, create_graph)
+
+    def graph(self):
+        """The recorded computation of this tensor as a Module (printable, parseable)."""
+        from .graph import record_module
+
+        return record_module(self)
+
+    def to_dot(self) -> str:
+        """Graphviz DOT text of the recorded graph."""
+        from .dot import to_dot
+
+        return to_dot(self)
+
+    # -- recording ------------------------------------------------------------------------
+    def _cr_apply(self, op, args, attrs):
+        record = MODE.grad_enabled and any(
+            isinstance(a, Tensor) and a.requires_grad for a in args)
+        if MODE.lazy:
+            node = Node(op, tuple(args), attrs)
+            t = Tensor(None, requires_grad=record, node=node)
+            return _split_tuple(t)
+        values = [a.value() if isinstance(a, Tensor) else a for a in args]
+        out, attrs = evaluate(op, values, attrs, with_attrs=True)
+        if not record:
+            if isinstance(out, tuple):
+                return tuple(Tensor(o) for o in out)
+            return Tensor(out)
+        node = Node(op, tuple(args), attrs)
+        t = Tensor(out, requires_grad=True, node=node)
+        return _split_tuple(t)
+
+
+def _split_tuple(t: Tensor):
+    """Tuple-valued ops (split) give a tuple of tensors, each recorded as an item."""
+    if t._value is not None and not isinstance(t._value, tuple):
+        return t
+    if t._value is None:
+        from .graph import infer_aval
+
+        aval = infer_aval(t)
+        if not isinstance(aval, list):
+            return t
+        n = len(aval)
+    else:
+        n = len(t._value)
+    return tuple(_TupleItem.make(t, i) for i in range(n))
+
+
+class _TupleItem:
+    """Field i of a tuple-valued recorded tensor."""
+
+    @staticmethod
+    def make(parent: Tensor, i: int) -> Tensor:
+        node = Node(None, (parent,), {"index": i})
+        value = None if parent._value is None else parent._value[i]
+        return Tensor(value, requires_grad=parent.requires_grad, node=node)
+
+
+HANDLERS[Tensor] = 50
+
+
+def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
+    """A leaf tensor holding a copy of ``data``."""
+    if isinstance(data, Tensor):
+        data = data.value()
+    arr = np.array(data, dtype=dtype)
+    if requires_grad and not np.issubdtype(arr.dtype, np.inexact):
+        raise ChainruleError(f"only float tensors can require gradients, not {arr.dtype}")
+    return Tensor(arr, requires_grad=requires_grad)
+
+
+__all__ = ["Tensor", "Node", "tensor", "no_grad", "lazy", "MODE"]
