@@ -63,3 +63,7 @@ class InterpretError(ChainruleError):
 
 class TransposeError(ChainruleError):
     """A program given to ``transpose`` that is not linear in its inputs."""
+
+
+class CodegenError(ChainruleError):
+    """A module the code generator cannot turn into Python source."""

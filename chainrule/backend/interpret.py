@@ -34,9 +34,9 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.op import Op
-from ..ops.common import apply
 from ..ir.types import FuncType, TensorType, TupleType
 from ..ir.visitor import free_vars
+from ..ops.common import apply
 from ..tree import flatten, unflatten
 
 

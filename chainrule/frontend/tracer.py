@@ -71,6 +71,9 @@ class Trace:
         self.level = len(_TRACE_STACK)
         self.lifted: dict[Var, Var] = {}  # outer var -> parameter of this function
         self.lifted_values: list[Traced] = []
+        # module functions called from this trace (e.g. @script callees); trace_function
+        # puts them into the traced module next to the traced function
+        self.functions: dict = {}
 
     def __enter__(self) -> Trace:
         self.level = len(_TRACE_STACK)
@@ -215,10 +218,9 @@ def trace_function(f, args, name: str = "main", kwargs=None) -> TracedFunction:
         out_leaves, out_tree = flatten(out)
         atoms = [tr.atom(x) for x in out_leaves]
         result = atoms[0] if len(atoms) == 1 and out_tree.kind is None else Tuple(atoms)
-        for outer_var, p in tr.lifted.items():
-            b.params.append(p)
+        b.params.extend(tr.lifted.values())
         fn = b.finish_function(result)
-    module = Module({name: fn})
+    module = Module({name: fn, **{k: v for k, v in tr.functions.items() if k != name}})
     return TracedFunction(module, in_tree, out_tree, tr.lifted_values, len(leaves))
 
 
@@ -241,11 +243,12 @@ def trace(f, *args, **kwargs) -> Module:
         lv1 = multiply(lv0, f32(2.0))
         lv2 = sum(lv1)
         return lv2
+    <BLANKLINE>
     """
     tf = trace_function(f, args, kwargs=kwargs)
     if tf.lifted_values:
         raise ChainruleError("trace: the function uses values of an enclosing trace")
-    tf.module.meta.update(in_tree=tf.in_tree, out_tree=tf.out_tree)
+    tf.module.meta.update(in_tree=tf.in_tree, out_tree=tf.out_tree, func="main")
     return tf.module
 
 

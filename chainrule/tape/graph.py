@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ChainruleError, GradientError
 from ..ir.builder import Builder
-from ..ir.nodes import Constant, Function, Module, TupleGetItem, Var
+from ..ir.nodes import Call, Constant, Function, Module, TupleGetItem, Var
 from ..ir.types import DType, TensorType, TupleType
 from ..ir.visitor import free_vars
 from ..ops.common import PYTHON_SCALARS, evaluate, weak_scalar_dtype
@@ -151,7 +151,7 @@ class _Layout:
             node = t.node
             atoms = []
             for a in node.args:
-                ref = self.position.get(id(a)) if not type(a) in PYTHON_SCALARS else None
+                ref = self.position.get(id(a)) if type(a) not in PYTHON_SCALARS else None
                 if ref is None:
                     strong = [_aval_of(x)[1] for x in node.args if type(x) not in PYTHON_SCALARS]
                     atoms.append(Constant(np.asarray(a, weak_scalar_dtype(a, strong))))
@@ -244,7 +244,8 @@ class _CompiledBackward:
         result = m.atom(pullback.body.result)
         fn = m.builder.finish_function(result)
         self.module = optimize(Module({"backward": fn}))
-        self.ops = Counter(b.value.callee.name for b in main.body.bindings)
+        self.ops = Counter(b.value.callee.name for b in main.body.bindings
+                           if isinstance(b.value, Call))
         self.fn = compile_function(self.module, "backward")
         STATS["backward_compilations"] += 1
 

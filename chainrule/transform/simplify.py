@@ -99,7 +99,9 @@ class _Simplifier:
             if hit is None:
                 d = x.data
                 value = _NO_VALUE
-                if d.size and d.dtype.kind in "biufc":
+                if d.ndim == 0:
+                    value = d.item()
+                elif d.size and d.dtype.kind in "biufc":
                     first = d.flat[0]
                     if np.all(d == first):
                         value = first.item()

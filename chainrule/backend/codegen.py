@@ -1,0 +1,565 @@
+"""The fast execution path: a Module becomes Python source that calls NumPy directly.
+
+One statement per binding, named after the IR's variables; ``if`` and
+``while`` become Python control flow, closures nested ``def``s (their free
+variables passed as keyword-only defaults, i.e. captured by value), calls to
+module functions calls to the other generated functions. Per-op templates
+(``emit_ops.py``) write ``a + b``, ``x @ W.T``, ``x.sum(axis=(1,))``,
+``np.tanh(x)``; other ops call their kernel from the exec namespace.
+
+Only checked identifiers and literals formatted from plain numbers reach the
+source; constants, kernels and odd attributes live in the exec namespace.
+
+Memory: a backward liveness scan per block puts ``del`` after each last use,
+and an elementwise op whose operand dies there and was allocated by this
+function (never a parameter, constant or view) writes its result into that
+buffer with ``out=`` (``inplace=True``).
+
+>>> import numpy as np
+>>> import chainrule as cr
+>>> m = cr.parse('''
+... def main(x: f64[3], y: f64[3]) -> f64:
+...     a = multiply(x, y)
+...     b = tanh(a)
+...     s = sum(b)
+...     return s
+... ''')
+>>> f = compile_module(m)
+>>> print(f.source.strip())
+def main(x, y):
+    a = x * y
+    del x, y
+    b = np.tanh(a, out=a)
+    del a
+    s = b.sum()
+    del b
+    return s
+>>> round(float(f(np.ones(3), np.ones(3))), 6)
+2.284782
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import keyword
+import linecache
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+
+from ..errors import CodegenError, InterpretError
+from ..ir.nodes import (
+    Block,
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Module,
+    Tuple,
+    TupleGetItem,
+    Var,
+    While,
+)
+from ..ir.op import OPS, Op
+from ..ir.types import TensorType
+from ..ir.visitor import atoms_of, free_vars, vars_used
+from .emit_ops import (
+    ALLOC_OPS,
+    INPLACE_OPS,
+    NONALIAS_OPS,
+    TEMPLATES,
+    OpEmit,
+    int_literal,
+    literal,
+)
+from .interpret import _coerce
+
+RESERVED = (frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
+            | frozenset(dir(builtins)) | {"np"})
+MAX_NAME = 48
+CACHE_SIZE = 64
+_counter = itertools.count()
+
+
+def safe_identifier(hint, default: str = "v") -> str:
+    """An ASCII Python identifier made from a name hint (never a keyword)."""
+    if type(hint) is not str:
+        return default
+    if len(hint) <= MAX_NAME and hint.isascii() and hint.isidentifier():
+        return default if keyword.iskeyword(hint) else hint
+    text = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_"
+                   for c in hint[:MAX_NAME])
+    if not text or text[0].isdigit():
+        text = f"{default}_{text}"
+    if not text.isidentifier() or keyword.iskeyword(text):
+        return default
+    return text
+
+
+class _Names:
+    """Unique identifiers: ``hint``, ``hint_1``, ... avoiding ``taken``."""
+
+    def __init__(self, taken):
+        self.taken = set(taken)
+        self._next: dict[str, int] = {}
+
+    def fresh(self, hint, default: str = "v") -> str:
+        base = safe_identifier(hint, default)
+        name, k = base, self._next.get(base, 0)
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self._next[base] = k
+        self.taken.add(name)
+        return name
+
+
+def _flat_vars(x) -> list[Var]:
+    if type(x) is Var:
+        return [x]
+    if type(x) is Tuple:
+        return [v for f in x.fields for v in _flat_vars(f)]
+    return []
+
+
+def _uses(value) -> set:
+    """Variables a binding value reads, inside its nested blocks too."""
+    if type(value) in (If, While, Function):
+        return set(vars_used(value))
+    return {a for a in atoms_of(value) if type(a) is Var}
+
+
+def _block_uses(block: Block) -> set:
+    out = set(_flat_vars(block.result))
+    for b in block.bindings:
+        out |= _uses(b.value)
+    return out
+
+
+def _op_call(value, name: str | None = None) -> bool:
+    return (type(value) is Call and isinstance(value.callee, Op)
+            and (name is None or value.callee.name == name))
+
+
+def _bufferable(t) -> bool:
+    return isinstance(t, TensorType) and t.is_static and t.ndim >= 1
+
+
+class _Plan:
+    """Per-block decisions: what to delete where, which buffers to reuse, which
+    transposes to fold into matmuls."""
+
+    __slots__ = ("dels", "start_dels", "last", "owned", "inline")
+
+    def __init__(self, n: int):
+        self.dels: list[list[Var]] = [[] for _ in range(n + 1)]
+        self.start_dels: list[Var] = []
+        self.last: dict[Var, int] = {}
+        self.owned: set[Var] = set()
+        self.inline: dict[Var, object] = {}
+
+
+class _ModuleCodegen:
+    def __init__(self, module: Module, inplace: bool):
+        self.module = module
+        self.inplace = inplace
+        self.ns: dict = {"np": np}
+        self.lines: list[str] = []
+        self.notes: list[str] = []
+        self._interned: dict = {}
+        names = _Names(RESERVED)
+        self.func_names = {name: names.fresh(name, "f") for name in module.functions}
+        self.names_of: dict[str, dict[Var, str]] = {}
+        taken = set(names.taken)
+        for fname, fn in module.functions.items():
+            if not isinstance(fn, Function):
+                raise CodegenError(f"module entry {fname!r} is not a function")
+            fnames = _Names(names.taken)
+            var_names: dict[Var, str] = {}
+            for p in fn.params:
+                var_names[p] = fnames.fresh(p.name)
+            self._name_block(fn.body, var_names, fnames)
+            self.names_of[fname] = var_names
+            taken |= fnames.taken
+        self.ns_names = _Names(taken)
+        self.names: dict[Var, str] = {}
+
+    # -- names -------------------------------------------------------------------------
+    def _name_block(self, block: Block, names: dict, fresh: _Names) -> None:
+        for b in block.bindings:
+            names[b.var] = fresh.fresh(b.var.name)
+            v = b.value
+            if type(v) is If:
+                self._name_block(v.then_block, names, fresh)
+                self._name_block(v.else_block, names, fresh)
+            elif type(v) is While:
+                for lv in v.loop_vars:
+                    names[lv] = fresh.fresh(lv.name)
+                self._name_block(v.cond, names, fresh)
+                self._name_block(v.body, names, fresh)
+            elif type(v) is Function:
+                for p in v.params:
+                    names[p] = fresh.fresh(p.name)
+                self._name_block(v.body, names, fresh)
+
+    def name(self, var: Var) -> str:
+        try:
+            return self.names[var]
+        except KeyError:
+            raise CodegenError(f"variable {var.name!r} is used but never bound") from None
+
+    def intern(self, key, obj, hint: str) -> str:
+        """A namespace name for ``obj`` (one per ``key``)."""
+        name = self._interned.get(key)
+        if name is None:
+            name = self.ns_names.fresh(hint, "_g")
+            self._interned[key] = name
+            self.ns[name] = obj
+        return name
+
+    def const(self, c: Constant) -> str:
+        data = c.data
+        if data.size <= 64:
+            key = ("c", data.dtype.str, data.shape, data.tobytes())
+        else:
+            key = ("c", id(data))
+        fresh = key not in self._interned
+        name = self.intern(key, data, f"_c{len(self._interned)}")
+        if fresh:
+            self.notes.append(f"{name}: {c.type!r}")
+        return name
+
+    def atom(self, x, inline=None) -> str:
+        if type(x) is Var:
+            if inline and x in inline:
+                return inline[x]
+            return self.name(x)
+        if type(x) is Constant:
+            return self.const(x)
+        if type(x) is Tuple:
+            parts = [self.atom(f, inline) for f in x.fields]
+            return f"({parts[0]},)" if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+        raise CodegenError(f"not a variable, constant or tuple: {type(x).__name__}")
+
+    def out(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    # -- analysis ----------------------------------------------------------------------
+    def plan(self, block: Block, extra, exclude, keep_at_end) -> _Plan:
+        bindings = block.bindings
+        n = len(bindings)
+        plan = _Plan(n)
+        inline = self._inline_transposes(block)
+        plan.inline = {p: self.atom(src) + ".T" for p, src in inline.items()}
+        uses = []
+        for b in bindings:
+            if b.var in inline:
+                uses.append(set())
+                continue
+            s = _uses(b.value)
+            if inline and not s.isdisjoint(inline):
+                s = {inline.get(x, x) for x in s}
+                s = {x for x in s if type(x) is Var}
+            uses.append(s)
+        uses.append(set(_flat_vars(block.result)))
+        deletable = {b.var for b in bindings if b.var not in inline}
+        deletable.difference_update(exclude)
+        deletable.update(extra)
+        last = plan.last
+        for i, s in enumerate(uses):
+            for x in s:
+                if x in deletable:
+                    last[x] = i
+        for x, i in last.items():
+            if not (i == n and x in keep_at_end):
+                plan.dels[i].append(x)
+        for i, b in enumerate(bindings):
+            if b.var in deletable and b.var not in last:
+                plan.dels[i].append(b.var)  # never used: freed at once
+        plan.start_dels = [x for x in extra if x not in last and x not in keep_at_end]
+        if self.inplace:
+            plan.owned = self._owned(block, inline, uses)
+        return plan
+
+    @staticmethod
+    def _inline_transposes(block: Block) -> dict:
+        """permute_dims of a 2-D array whose every use is a matmul operand: folded
+        into the matmul as ``x @ W.T``."""
+        perm = {}
+        for b in block.bindings:
+            v = b.value
+            if (_op_call(v, "permute_dims") and OPS.get("permute_dims") is v.callee
+                    and len(v.args) == 1 and type(v.args[0]) in (Var, Constant)
+                    and isinstance(v.args[0].type, TensorType) and v.args[0].type.ndim == 2
+                    and v.attrs.get("axes") in ((1, 0), [1, 0])):
+                perm[b.var] = v.args[0]
+        if not perm:
+            return perm
+        used = set()
+        for b in block.bindings:
+            v = b.value
+            if _op_call(v, "matmul") and OPS.get("matmul") is v.callee:
+                for a in v.args:
+                    if type(a) is not Var:
+                        for x in _flat_vars(a):
+                            perm.pop(x, None)
+                    elif a in perm:
+                        used.add(a)
+                continue
+            for x in _uses(v):
+                perm.pop(x, None)
+        for x in _flat_vars(block.result):
+            perm.pop(x, None)
+        return {p: src for p, src in perm.items() if p in used}
+
+    @staticmethod
+    def _owned(block: Block, inline, uses) -> set:
+        """Variables of this block holding a buffer that this function allocated and
+        that nothing else can see: only read as operands of ops returning fresh arrays."""
+        owned = {b.var for b in block.bindings
+                 if _op_call(b.value) and b.value.callee.name in ALLOC_OPS
+                 and OPS.get(b.value.callee.name) is b.value.callee and _bufferable(b.var.type)}
+        if not owned:
+            return owned
+        for i, b in enumerate(block.bindings):
+            v = b.value
+            if b.var in inline:
+                continue
+            if (_op_call(v) and v.callee.name in NONALIAS_OPS
+                    and OPS.get(v.callee.name) is v.callee):
+                for a in v.args:
+                    if type(a) is not Var:
+                        owned.difference_update(_flat_vars(a))
+                continue
+            owned.difference_update(uses[i])
+        owned.difference_update(uses[-1])
+        return owned
+
+    # -- emission ------------------------------------------------------------------------
+    def block(self, block: Block, depth: int, result: tuple, extra=(), exclude=(),
+              keep_at_end=frozenset()) -> _Plan:
+        plan = self.plan(block, extra, exclude, keep_at_end)
+        self._dels(depth, plan.start_dels)
+        for i, b in enumerate(block.bindings):
+            if b.var in plan.inline:
+                continue
+            self.binding(b, depth, plan, i)
+            self._dels(depth, plan.dels[i])
+        kind = result[0]
+        res = self.atom(block.result)
+        if kind == "return":
+            self.out(depth, f"return {res}")
+            return plan
+        if kind == "assign":
+            self.out(depth, f"{result[1]} = {res}")
+        elif kind == "break":
+            self.out(depth, f"if not {res}:")
+            self.out(depth + 1, "break")
+        else:  # carry of a loop
+            lvs = result[1]
+            if len(lvs) > 1 and type(block.result) is Tuple and len(block.result.fields) == len(
+                    lvs):
+                res = ", ".join(self.atom(f) for f in block.result.fields)
+            self.out(depth, f"{', '.join(lvs)} = {res}")
+        self._dels(depth, plan.dels[-1])
+        return plan
+
+    def _dels(self, depth: int, variables) -> None:
+        if variables:
+            self.out(depth, "del " + ", ".join(sorted(self.name(v) for v in variables)))
+
+    def binding(self, b, depth: int, plan: _Plan, i: int) -> None:
+        name = self.name(b.var)
+        v = b.value
+        t = type(v)
+        if t is Call:
+            callee = v.callee
+            if isinstance(callee, Op):
+                self.op_call(b, depth, plan, i)
+                return
+            args = ", ".join(self.atom(a) for a in v.args)
+            if type(callee) is GlobalVar:
+                if callee.name not in self.func_names:
+                    raise CodegenError(f"call to unknown function {callee.name!r}")
+                fn = self.func_names[callee.name]
+            elif type(callee) is Var:
+                fn = self.name(callee)
+            else:
+                raise CodegenError(f"cannot call {type(callee).__name__}")
+            self.out(depth, f"{name} = {fn}({args})")
+        elif t is TupleGetItem:
+            self.out(depth, f"{name} = {self.atom(v.tuple_value)}[{int_literal(v.index)}]")
+        elif t in (Var, Constant, Tuple):
+            self.out(depth, f"{name} = {self.atom(v)}")
+        elif t is If:
+            self.out(depth, f"if {self.atom(v.cond)}:")
+            self.block(v.then_block, depth + 1, ("assign", name))
+            self.out(depth, "else:")
+            self.block(v.else_block, depth + 1, ("assign", name))
+        elif t is While:
+            self.loop(name, v, depth)
+        elif t is Function:
+            captured = free_vars(v)
+            caps = [self.name(c) for c in captured]
+            sig = [self.name(p) for p in v.params]
+            if caps:
+                sig.append("*")
+                sig.extend(f"{c}={c}" for c in caps)
+            self.out(depth, f"def {name}({', '.join(sig)}):")
+            self.block(v.body, depth + 1, ("return",), extra=list(v.params) + captured)
+        else:
+            raise CodegenError(f"binding of {b.var.name!r}: cannot compile a {t.__name__}")
+
+    def loop(self, name: str, w: While, depth: int) -> None:
+        lvs = [self.name(lv) for lv in w.loop_vars]
+        self.out(depth, f"{', '.join(lvs)} = {', '.join(self.atom(a) for a in w.init)}")
+        self.out(depth, "while True:")
+        body_uses = _block_uses(w.body)
+        keep = [b.var for b in w.cond.bindings if b.var in body_uses]  # live into the body
+        cond = self.block(w.cond, depth + 1, ("break",), exclude=keep)
+        self.block(w.body, depth + 1, ("carry", lvs), extra=list(w.loop_vars) + keep,
+                   keep_at_end=frozenset(w.loop_vars))
+        packed = lvs[0] if len(lvs) == 1 else "(" + ", ".join(lvs) + ")"
+        self.out(depth, f"{name} = {packed}")
+        self._dels(depth, list(w.loop_vars) + keep + cond.dels[-1])
+
+    def op_call(self, b, depth: int, plan: _Plan, i: int) -> None:
+        v = b.value
+        op = v.callee
+        target = self.name(b.var)
+        inline = plan.inline
+
+        def text(a):
+            return self.atom(a, inline)
+
+        res = None
+        template = TEMPLATES.get(op.name) if OPS.get(op.name) is op else None
+        if template is not None and all(type(a) in (Var, Constant) for a in v.args):
+            reuse = ()
+            if op.name in INPLACE_OPS and plan.owned:
+                reuse = tuple(k for k, a in enumerate(v.args)
+                              if a in plan.owned and plan.last.get(a) == i
+                              and a.type == b.var.type)
+            e = OpEmit(op, v.attrs, v.args, text, [a.type for a in v.args], b.var.type,
+                       target, reuse)
+            res = template(e)
+        if res is None:
+            res = self.kernel_call(op, v.attrs, [text(a) for a in v.args])
+        if isinstance(res, str):
+            self.out(depth, f"{target} = {res}")
+        else:
+            for line in res:
+                self.out(depth, line)
+
+    def kernel_call(self, op: Op, attrs: dict, args: list) -> str:
+        kname = self.intern(("k", id(op)), op.kernel, f"_k_{safe_identifier(op.name, 'op')}")
+        parts = list(args)
+        texts = {k: literal(val) for k, val in attrs.items()}
+        if all(type(k) is str and k.isidentifier() and not keyword.iskeyword(k)
+               and texts[k] is not None for k in attrs):
+            parts.extend(f"{k}={texts[k]}" for k in attrs)
+        elif attrs:
+            parts.append("**" + self.intern(("a", id(attrs)), dict(attrs), "_attrs"))
+        return f"{kname}({', '.join(parts)})"
+
+    # -- the module ------------------------------------------------------------------
+    def run(self) -> str:
+        for fname, fn in self.module.functions.items():
+            self.names = self.names_of[fname]
+            params = [self.name(p) for p in fn.params]
+            self.out(0, f"def {self.func_names[fname]}({', '.join(params)}):")
+            self.block(fn.body, 1, ("return",), extra=list(fn.params))
+            self.out(0, "")
+        header = []
+        if self.notes:
+            header = ["# constants (exec namespace): " + ", ".join(self.notes), ""]
+        return "\n".join(header + self.lines[:-1]) + "\n"
+
+
+class CompiledModule:
+    """Every function of a module, compiled together (they call each other)."""
+
+    def __init__(self, module: Module, inplace: bool = True):
+        gen = _ModuleCodegen(module, inplace)
+        self.source = gen.run()
+        self.func_names = gen.func_names
+        filename = f"<chainrule-codegen-{next(_counter)}>"
+        try:
+            code = compile(self.source, filename, "exec")
+        except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
+            raise CodegenError(f"the generated code does not compile ({exc}); the module "
+                               f"nests blocks too deeply for Python?") from None
+        linecache.cache[filename] = (len(self.source), None,
+                                     self.source.splitlines(True), filename)
+        weakref.finalize(self, linecache.cache.pop, filename, None)
+        self.namespace = gen.ns
+        exec(code, self.namespace)  # noqa: S102 - source built from checked names only
+
+    def function(self, name: str):
+        return self.namespace[self.func_names[name]]
+
+
+class CompiledFunction:
+    """A compiled module function: call it like ``run(module, *args, func=...)``."""
+
+    __slots__ = ("module", "name", "fn", "params", "compiled")
+
+    def __init__(self, module: Module, name: str, compiled: CompiledModule):
+        self.module = module
+        self.name = name
+        self.compiled = compiled
+        self.fn = compiled.function(name)
+        self.params = module.functions[name].params
+
+    @property
+    def source(self) -> str:
+        """The generated Python source (of the whole module)."""
+        return self.compiled.source
+
+    def __call__(self, *args):
+        params = self.params
+        if len(args) != len(params):
+            raise InterpretError(
+                f"{self.name} takes {len(params)} argument(s) "
+                f"({', '.join(str(p.name) for p in params)}), got {len(args)}")
+        args = [_coerce(a, p.type, f"{self.name}: argument {p.name}")
+                for a, p in zip(args, params)]
+        try:
+            return self.fn(*args)
+        except RecursionError:
+            raise InterpretError(f"{self.name}: calls nest too deeply (a recursion without "
+                                 f"a reachable base case?)") from None
+        except (ArithmeticError, IndexError, ValueError, TypeError) as exc:
+            raise InterpretError(f"{self.name} (compiled) failed: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"<CompiledFunction {self.name}>"
+
+
+_CACHE: OrderedDict = OrderedDict()
+
+
+def compile_module(module: Module, func: str = "main", inplace: bool = True
+                   ) -> CompiledFunction:
+    """Compile ``module`` (once; cached by object) and return its function ``func``."""
+    if not isinstance(module, Module):
+        raise CodegenError(f"compile_module takes a Module, not {type(module).__name__}")
+    if func not in module.functions:
+        if len(module.functions) == 1:
+            func = next(iter(module.functions))
+        else:
+            raise CodegenError(f"no function {func!r} in the module; it has "
+                               f"{list(module.functions)}")
+    key = (id(module), bool(inplace))
+    entry = _CACHE.get(key)
+    if entry is None or entry[0] is not module:
+        entry = (module, CompiledModule(module, bool(inplace)))
+        _CACHE[key] = entry
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(key)
+    return CompiledFunction(module, func, entry[1])

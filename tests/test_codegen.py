@@ -1,0 +1,635 @@
+"""The code generator (backend/codegen.py): compiled modules compute exactly what the
+interpreter computes (values bit for bit, dtypes, shapes), with and without in-place
+buffer reuse; the source is readable; names from the IR never reach it unchecked."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from op_catalog import CATALOG
+
+import chainrule as cr
+import chainrule.numpy as cnp
+from chainrule.backend.codegen import compile_module, safe_identifier
+from chainrule.errors import ChainruleError, CodegenError, InterpretError
+from chainrule.ir import (
+    Binding,
+    Block,
+    Builder,
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    Module,
+    TensorType,
+    Var,
+    get_op,
+)
+
+rng = np.random.default_rng(0)
+
+
+def parse(text: str) -> Module:
+    return cr.parse(textwrap.dedent(text))
+
+
+def same(a, b, where="result") -> None:
+    """Equal bit for bit, with the same dtype and shape (tuples field by field)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        assert isinstance(a, tuple) and isinstance(b, tuple), where
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{where}[{i}]")
+        return
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype, f"{where}: dtype {a.dtype} != {b.dtype}"
+    assert a.shape == b.shape, f"{where}: shape {a.shape} != {b.shape}"
+    assert a.tobytes() == b.tobytes(), f"{where}: {a} != {b}"
+
+
+def type_of(value):
+    a = np.asarray(value)
+    return TensorType(a.shape, a.dtype)
+
+
+def check(m: Module, *args, func: str = "main"):
+    """Compiled (in place and not) == interpreter; result types == the IR's."""
+    expected = cr.run(m, *args, func=func)
+    saved = [np.copy(a) for a in args]
+    for inplace in (True, False):
+        f = compile_module(m, func, inplace=inplace)
+        same(f(*args), expected, f"inplace={inplace}")
+        for a, b in zip(args, saved):
+            same(a, b, "an argument")  # never written
+    ret = m[func].ret_type
+    if isinstance(ret, TensorType):
+        assert type_of(expected).dtype == ret.dtype
+        assert type_of(expected).shape == tuple(ret.shape) or not ret.is_static
+    return compile_module(m, func)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# -- straight-line code, dtypes, broadcasting -----------------------------------------
+
+
+def test_straight_line_arithmetic_and_source():
+    m = parse("""
+        def main(x: f32[4], y: f32[4]) -> f32:
+            a = add(x, y)
+            b = multiply(a, f32(2.0))
+            c = tanh(b)
+            d = subtract(c, x)
+            e = divide(d, f32(3.0))
+            s = sum(e)
+            return s
+    """)
+    f = check(m, f32(4), f32(4))
+    src = f.source
+    assert "np.tanh(" in src
+    for name in ("a", "b", "c", "d", "e", "s"):
+        assert f"    {name} = " in src
+    assert "a *= 2.0" in src  # an f32 scalar inlined as a weak Python float, in place
+    assert "b = a * 2.0" in compile_module(m, inplace=False).source
+
+
+def test_scalar_constants_keep_ir_dtypes():
+    m = parse("""
+        def main(x: f32[3], i: i32[3]) -> tuple[f32[3], f64[3], f64[3], i32[3], i64[3], bool[3]]:
+            a = multiply(x, f32(0.1))
+            b = multiply(x, 0.1)
+            c = add(x, 2)
+            d = add(i, i32(7))
+            e = add(i, 7)
+            g = greater(x, f32(0.5))
+            return (a, b, c, d, e, g)
+    """)
+    f = check(m, f32(3), np.array([1, 2, 3], np.int32))
+    out = f(f32(3), np.array([1, 2, 3], np.int32))
+    assert [o.dtype for o in out] == [np.float32, np.float64, np.float64, np.int32, np.int64,
+                                      np.bool_]
+
+
+def test_broadcasting_and_collapse_sum_to():
+    m = parse("""
+        def main(x: f32[2, 3], y: f32[3], z: f32[2, 1]) -> tuple[f32[3], f32[2, 1], f32[2, 3]]:
+            a = add(x, y)
+            b = multiply(a, z)
+            c = collapse_sum_to(b, shape=(3,))
+            d = collapse_sum_to(b, shape=(2, 1))
+            e = collapse_sum_to(b, shape=(2, 3))
+            return (c, d, e)
+    """)
+    check(m, f32(2, 3), f32(3), f32(2, 1))
+
+
+def test_symbolic_shapes_fall_back():
+    m = parse("""
+        def main(x: f64[n]) -> f64:
+            y = tanh(x)
+            z = exp(y)
+            w = add(y, z)
+            s = sum(w)
+            return s
+    """)
+    check(m, rng.standard_normal(5))
+    check(m, rng.standard_normal(9))
+
+
+# -- every op family, traced -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_op_catalog(name):
+    fn, args = CATALOG[name]
+    m = cr.trace(fn, *args)
+    check(m, *args)
+    args32 = [a.astype(np.float32) for a in args]
+    check(cr.trace(fn, *args32), *args32)
+
+
+INT_OPS = """
+def main(i: i32[4], j: i32[4], b: bool[4]) -> tuple[f64[4], f64[4], i32[4], i32[4], bool[4],
+                                                 bool[4], i32[4], f64[4], i64, i64[4], i32[4]]:
+    a = divide(i, j)
+    e = exp(i)
+    n = negative(i)
+    s = sign(i)
+    l = logical_and(b, b)
+    o = logical_not(b)
+    m = maximum(i, j)
+    f = astype(i, dtype=f64)
+    t = sum(i)
+    c = cumsum(i, axis=0)
+    r = relu(i)
+    return (a, e, n, s, l, o, m, f, t, c, r)
+"""
+
+
+def test_integer_and_bool_operands():
+    m = cr.parse(INT_OPS)
+    check(m, np.array([1, -2, 3, 4], np.int32), np.array([2, 2, -1, 3], np.int32),
+          np.array([True, False, True, True]))
+
+
+def test_shapes_creation_and_nn_ops():
+    m = cr.trace(_shape_fn, f32(2, 3, 4), f32(6))
+    check(m, f32(2, 3, 4), f32(6))
+
+
+def _shape_fn(x, v):
+    a = cnp.transpose(x, (2, 0, 1))
+    b = cnp.expand_dims(x, 1)
+    s = cnp.sum(x, axis=2)
+    c = cnp.broadcast_to(v, (3, 6))
+    d = cnp.flip(x, (0, 2))
+    z = cnp.zeros((2, 3), np.float32) + s
+    o = cnp.ones_like(x) * x
+    sq = cnp.squeeze(cnp.reshape(x[0, 1], (1, 4)), 0)
+    m = cnp.max(x, axis=1)
+    sm = cnp.softmax(x, axis=2)
+    am = cnp.argmax(x, axis=1)
+    ls = cnp.logsumexp(cnp.reshape(v, (6, 1)), axis=1)
+    cat = cnp.concatenate([v, v[::-1]], axis=0)
+    p1, p2, p3 = cnp.split(x, (1, 3), axis=2)
+    return a, b, s, c, d, z, o, sq, m, sm, am, ls, cat, p1, p2 * 2.0, p3, cnp.mean(x)
+
+
+def test_creation_ops_text():
+    m = parse("""
+        def main(x: f32[2, 3]) -> tuple[i64[5], f32[2, 3], f32[2, 3], f64[2, 2], f32[2, 3],
+                                        f64[3]]:
+            r = arange(stop=5)
+            z = zeros(shape=(2, 3), dtype=f32)
+            o = ones_like(x)
+            fu = full(shape=(2, 2), fill_value=-0.25)
+            fl = full_like(x, fill_value=1.5)
+            a = arange(start=0.5, stop=2.0, step=0.5)
+            return (r, z, o, fu, fl, a)
+    """)
+    check(m, f32(2, 3))
+
+
+def test_reductions_text():
+    m = parse("""
+        def main(x: f32[2, 3]) -> tuple[f32[2, 3], f32[1, 3], f32, i64[2], f32[2], f64]:
+            a = sum(x, axis=())
+            b = max(x, axis=(0,), keepdims=True)
+            c = prod(x)
+            d = argmin(x, axis=1)
+            e = min(x, axis=(1,))
+            f = mean(x)
+            g = astype(f, dtype=f64)
+            return (a, b, c, d, e, g)
+    """)
+    src = check(m, f32(2, 3)).source
+    assert "b = x.max(axis=(0,), keepdims=True)" in src and "c = x.prod()" in src
+
+
+def test_index_and_index_add():
+    m = parse("""
+        def main(x: f64[3, 4], i: i64[2], g: f64[2, 2]) -> tuple[f64[4], f64[2], f64[2, 4],
+                                                              f64[3, 4], f64[3, 4], f64]:
+            a = x[1]
+            b = x[0, 1:3]
+            c = x[i]
+            d = x.at[0:2, ::2].add(g)
+            y = multiply(x, 2.0)
+            e = y.at[i, 1].add(1.0)
+            s = x[2, 3]
+            return (a, b, c, d, e, s)
+    """)
+    f = check(m, rng.standard_normal((3, 4)), np.array([2, 2]), rng.standard_normal((2, 2)))
+    assert "x[0, 1:3]" in f.source and "np.add.at(" in f.source
+
+
+def test_matmul_with_transposed_weight_is_one_matmul():
+    m = parse("""
+        def main(x: f32[5, 3], w: f32[4, 3], b: f32[4]) -> f32[5, 4]:
+            wt = permute_dims(w, axes=(1, 0))
+            h = matmul(x, wt)
+            y = add(h, b)
+            return y
+    """)
+    f = check(m, f32(5, 3), f32(4, 3), f32(4))
+    assert "h = x @ w.T" in f.source
+    assert "wt =" not in f.source
+
+
+def test_transpose_kept_when_used_elsewhere():
+    m = parse("""
+        def main(w: f32[4, 3]) -> tuple[f32[3, 3], f32[3, 4]]:
+            wt = permute_dims(w, axes=(1, 0))
+            h = matmul(wt, w)
+            return (h, wt)
+    """)
+    f = check(m, f32(4, 3))
+    assert "wt = w.T" in f.source
+
+
+# -- tuples, control flow, functions -----------------------------------------------------
+
+
+def test_tuples_and_split():
+    m = parse("""
+        def main(x: f64[6]) -> tuple[f64[2], tuple[f64[2], f64[4]]]:
+            p = split(x, indices_or_sections=(2,))
+            a = p[0]
+            b = p[1]
+            c = multiply(a, 3.0)
+            t = (c, b)
+            u = t[0]
+            r = (u, p)
+            return r
+    """)
+    check(m, rng.standard_normal(6))
+
+
+def test_if():
+    m = parse("""
+        def main(x: f64[3]) -> f64[3]:
+            s = sum(x)
+            c = greater(s, 0.0)
+            if c:
+                y = exp(x)
+                r = y
+            else:
+                z = negative(x)
+                r = z
+            w = multiply(r, 2.0)
+            return w
+    """)
+    check(m, np.array([1.0, 2.0, 3.0]))
+    check(m, np.array([-1.0, -2.0, 3.0]))
+
+
+NEWTON = """
+def main(a: f64) -> f64:
+    x = a
+    while True:
+        y = multiply(x, x)
+        d = subtract(y, a)
+        ad = abs(d)
+        c = greater(ad, 1e-12)
+        if not c:
+            break
+        x2 = multiply(x, 2.0)
+        t = divide(d, x2)
+        xn = subtract(x, t)
+        x = xn
+    r = x
+    return r
+"""
+
+
+def test_while_newton_sqrt():
+    m = cr.parse(NEWTON)
+    f = check(m, 2.0)
+    assert abs(float(f(2.0)) - np.sqrt(2.0)) < 1e-12
+    assert "while True:" in f.source and "break" in f.source
+
+
+def test_nested_loops_with_arrays():
+    m = parse("""
+        def main(x: f64[3], n: i64) -> tuple[i64, f64[3]]:
+            i, acc = 0, x
+            while True:
+                c = less(i, n)
+                if not c:
+                    break
+                j, inner = 0, acc
+                while True:
+                    cj = less(j, i)
+                    if not cj:
+                        break
+                    t = tanh(inner)
+                    u = add(t, x)
+                    j1 = add(j, 1)
+                    j, inner = j1, u
+                w = (j, inner)
+                v = w[1]
+                s = multiply(v, 0.5)
+                i1 = add(i, 1)
+                i, acc = i1, s
+            r = (i, acc)
+            return r
+    """)
+    check(m, rng.standard_normal(3), 4)
+    check(m, rng.standard_normal(3), 0)
+
+
+def test_closures_capture_values_by_value():
+    m = parse("""
+        def main(x: f64[3], k: f64) -> f64[3]:
+            a = multiply(x, k)
+            def g(z: f64[3]) -> f64[3]:
+                w = multiply(z, a)
+                q = add(w, k)
+                return q
+            b = g(x)
+            c = g(b)
+            return c
+    """)
+    f = check(m, rng.standard_normal(3), 1.5)
+    assert "def g(z, *, a=a, k=k):" in f.source
+
+
+def test_closures_made_in_a_loop_see_that_iteration():
+    m = parse("""
+        def main(x: f64, n: i64) -> f64:
+            i, acc = 0, x
+            while True:
+                c = less(i, n)
+                if not c:
+                    break
+                def g(z: f64) -> f64:
+                    w = add(z, acc)
+                    return w
+                v = g(1.0)
+                i1 = add(i, 1)
+                i, acc = i1, v
+            w = (i, acc)
+            r = w[1]
+            return r
+    """)
+    check(m, 0.5, 5)
+
+
+RECURSIVE = """
+def mypow(x: f64, n: i64) -> f64:
+    c = less_equal(n, 0)
+    if c:
+        r = 1.0
+    else:
+        n1 = subtract(n, 1)
+        p = mypow(x, n1)
+        xp = multiply(x, p)
+        r = xp
+    return r
+
+def main(x: f64, n: i64) -> f64:
+    y = mypow(x, n)
+    z = helper(y)
+    return z
+
+def helper(y: f64) -> f64:
+    z = multiply(y, 2.0)
+    return z
+"""
+
+
+def test_recursion_and_calls_between_functions():
+    m = cr.parse(RECURSIVE)
+    f = check(m, 1.5, 7)
+    assert float(f(2.0, 10)) == 2048.0
+    check(m, 3.0, func="helper")
+    assert "p = mypow(x, n1)" in f.source
+
+
+# -- memory: del and in-place ----------------------------------------------------------------
+
+
+CHAIN = """
+def main(x: f64[1000], y: f64[1000]) -> f64[1000]:
+    a = add(x, y)
+    b = tanh(a)
+    c = multiply(b, 2.0)
+    d = subtract(c, y)
+    e = exp(d)
+    f = maximum(e, x)
+    g = add(y, f)
+    return g
+"""
+
+
+def test_inplace_chain_reuses_one_buffer():
+    m = cr.parse(CHAIN)
+    f = check(m, rng.standard_normal(1000), rng.standard_normal(1000))
+    src = f.source
+    assert "a = x + y" in src  # parameters are never written
+    assert "b = np.tanh(a, out=a)" in src
+    assert "b *= 2.0\n    c = b\n" in src
+    assert "f = np.maximum(e, x, out=e)" in src
+    assert "f += y\n    g = f\n" in src  # add is commutative: y + f written into f
+    plain = compile_module(m, inplace=False).source
+    assert "out=" not in plain and "+=" not in plain and "del a" in plain
+
+
+def test_inplace_never_writes_views_or_escaping_buffers():
+    m = parse("""
+        def main(x: f64[2, 3]) -> tuple[f64[6], f64[2, 3], f64[2, 3], f64[2, 3]]:
+            a = multiply(x, 2.0)
+            v = reshape(a, shape=(6,))
+            b = tanh(a)
+            c = exp(x)
+            t = (c, b)
+            d = negative(c)
+            e = add(x, 1.0)
+            f = e
+            g = sin(e)
+            h = t[1]
+            return (v, h, d, g)
+    """)
+    f = check(m, rng.standard_normal((2, 3)))
+    assert "out=a" not in f.source and "out=c" not in f.source and "out=e" not in f.source
+
+
+def test_inplace_not_into_a_buffer_used_in_a_loop_or_branch():
+    m = parse("""
+        def main(x: f64[4], n: i64) -> f64[4]:
+            a = exp(x)
+            i, acc = 0, x
+            while True:
+                c = less(i, n)
+                if not c:
+                    break
+                s = add(acc, a)
+                i1 = add(i, 1)
+                i, acc = i1, s
+            w = (i, acc)
+            acc2 = w[1]
+            b = tanh(a)
+            r = add(b, acc2)
+            return r
+    """)
+    check(m, rng.standard_normal(4), 3)
+
+
+def test_dead_values_are_deleted():
+    m = cr.parse(CHAIN)
+    src = compile_module(m).source
+    assert "    del e, x\n" in src  # x's last use is maximum
+    lines = src.splitlines()
+    assert lines[-1].strip() == "return g"
+
+
+def test_unused_bindings_are_freed():
+    m = parse("""
+        def main(x: f64[3]) -> f64[3]:
+            a = exp(x)
+            b = tanh(x)
+            return b
+    """)
+    src = check(m, rng.standard_normal(3)).source
+    assert "del a" in src
+
+
+# -- names and safety --------------------------------------------------------------------
+
+
+def test_malicious_names_never_reach_the_source():
+    b = Builder()
+    x = b.param("x; import os", TensorType((3,), "f64"))
+    y = b.call(get_op("tanh"), [x], name="y = __import__('os')")
+    z = b.call(get_op("add"), [y, x], name="np")
+    w = b.call(get_op("multiply"), [z, z], name="lambda")
+    u = b.call(get_op("exp"), [w], name="\uff58")  # fullwidth x: NFKC-equal to x
+    v = b.call(get_op("add"), [u, x], name="x")
+    fn = b.finish_function(v)
+    m = Module({"main(); import os #": fn})
+    f = compile_module(m, "main(); import os #")
+    src = f.source
+    tree = ast.parse(src)
+    allowed = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Assign, ast.AugAssign,
+               ast.Delete, ast.Return, ast.Name, ast.Load, ast.Store, ast.Del, ast.Call,
+               ast.Attribute, ast.BinOp, ast.Add, ast.Mult, ast.keyword)
+    for node in ast.walk(tree):
+        assert isinstance(node, allowed), ast.dump(node)
+        if isinstance(node, ast.Name):
+            assert node.id.isascii() and node.id.isidentifier()
+    assert "\uff58" not in src and "lambda" not in src
+    names = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name)]
+    assert "np" in names and "x" in names  # the variable named np was renamed
+    same(f(np.arange(3.0)), cr.run(m, np.arange(3.0), func="main(); import os #"))
+
+
+def test_malicious_attribute_values_go_through_the_namespace():
+    class EvilInt(int):
+        def __repr__(self):
+            return "0]; import os; x[0"
+
+        __str__ = __repr__
+
+    x = Var("x", TensorType((3, 4), "f64"))
+    y = Var("y", TensorType((4,), "f64"))
+    key = (EvilInt(1),)
+    fn = Function([x], Block([Binding(y, Call(get_op("index"), [x], {"key": key}))], y),
+                  y.type)
+    m = Module({"main": fn})
+    f = compile_module(m)
+    assert "import" not in f.source
+    data = rng.standard_normal((3, 4))
+    same(f(data), data[1])
+
+
+def test_safe_identifier():
+    assert safe_identifier("lv0") == "lv0"
+    assert safe_identifier("x; import os") == "x__import_os"
+    assert safe_identifier("class") == "v"
+    assert safe_identifier("0abc") == "v_0abc"
+    assert safe_identifier(None) == "v"
+    assert safe_identifier("\uff58") == "_"
+
+
+# -- errors, caching ---------------------------------------------------------------------
+
+
+def test_errors():
+    m = cr.parse(RECURSIVE)
+    f = compile_module(m)
+    with pytest.raises(InterpretError):
+        f(1.0)
+    with pytest.raises(CodegenError):
+        compile_module(m, "nope")
+    bad = Module({"main": Function([], Block([Binding(Var("y", TensorType((), "f64")),
+                                                       Call(GlobalVar("gone"), []))],
+                                               Constant(1.0)), TensorType((), "f64"))})
+    with pytest.raises(CodegenError):
+        compile_module(bad)
+    assert issubclass(CodegenError, ChainruleError)
+
+
+def test_data_errors_are_chainrule_errors():
+    m = parse("""
+        def main(x: f64[3], i: i64[2]) -> f64[2]:
+            y = x[i]
+            return y
+    """)
+    with pytest.raises(InterpretError):
+        compile_module(m)(np.zeros(3), np.array([0, 7]))
+
+
+def test_compiled_once_per_module():
+    m = cr.parse(CHAIN)
+    assert compile_module(m).compiled is compile_module(m).compiled
+    assert compile_module(m, inplace=False).compiled is not compile_module(m).compiled
+
+
+# -- scale -----------------------------------------------------------------------------
+
+
+def test_100k_bindings_compile_and_run():
+    n = 100_000
+    t = TensorType((4,), "f64")
+    x = Var("x", t)
+    bindings, prev = [], x
+    tanh, add = get_op("tanh"), get_op("add")
+    one = Constant(np.float64(1e-3))
+    for i in range(n):
+        v = Var(f"v{i}", t)
+        call = Call(tanh, [prev]) if i % 2 else Call(add, [prev, one])
+        bindings.append(Binding(v, call))
+        prev = v
+    m = Module({"main": Function([x], Block(bindings, prev), t)})
+    start = time.perf_counter()
+    f = compile_module(m)
+    elapsed = time.perf_counter() - start
+    data = np.linspace(-1, 1, 4)
+    same(f(data), cr.run(m, data))
+    assert elapsed < 60
