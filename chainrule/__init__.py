@@ -1,14 +1,23 @@
-"""chainrule: automatic differentiation as a compiler, in Python."""
+"""chainrule: automatic differentiation as a compiler, in Python.
 
-from . import ops  # noqa: F401  (registers the operators)
-from . import rules  # noqa: F401  (registers the derivative rules)
-from .api import grad, optimize, value_and_grad, vjp
+Users write NumPy-style code (``import chainrule.numpy as cnp``); chainrule
+traces it into a typed IR, differentiates it with IR-to-IR passes, optimizes
+it and runs it as generated NumPy code. Every program prints as Python.
+"""
+
+from . import ops, rules  # noqa: F401  (register the operators and their rules)
+from .api import grad, jit, optimize, value_and_grad, vjp
 from .api_forward import hessian, hvp, jacfwd, jacrev, jvp, linear_transpose, linearize
 from .backend.interpret import run
 from .errors import ChainruleError, ParseError, VerifyError
+from .frontend import cond, fori_loop, scan, script, while_loop
 from .frontend.tracer import trace
 from .ir import Module, parse, structural_equal, verify
+from .rules import register_jvp, register_vjp
 
-__all__ = ["ChainruleError", "Module", "ParseError", "VerifyError", "grad", "hessian", "hvp",
-           "jacfwd", "jacrev", "jvp", "linear_transpose", "linearize", "optimize", "parse",
-           "run", "structural_equal", "trace", "value_and_grad", "verify", "vjp"]
+__all__ = [
+    "ChainruleError", "Module", "ParseError", "VerifyError", "cond", "fori_loop", "grad",
+    "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "linear_transpose", "linearize",
+    "optimize", "parse", "register_jvp", "register_vjp", "run", "scan", "script",
+    "structural_equal", "trace", "value_and_grad", "verify", "vjp", "while_loop",
+]

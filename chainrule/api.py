@@ -271,6 +271,46 @@ def grad(f, argnums=0, has_aux: bool = False):
     return g
 
 
+# -- jit --------------------------------------------------------------------------------
+
+
+def jit(f, backend: str = "codegen"):
+    """Trace ``f`` once per input signature, optimize, and run the generated code
+    (``backend="interpret"`` runs the reference interpreter instead)."""
+
+    def build(args, leaves):
+        tf = trace_function(f, args)
+        module = optimize(tf.module)
+        entry = _Compiled(module, "main", tf, None)
+        if backend == "interpret":
+            from .backend.interpret import Interpreter
+
+            interp = Interpreter(module)
+            entry._callable = lambda *a: interp.call_function(module["main"], list(a), {})
+        elif backend != "codegen":
+            raise ChainruleError(f"jit: unknown backend {backend!r}; use 'codegen' or "
+                                 f"'interpret'")
+
+        def finish(result, args):
+            if tf.out_tree.kind is None:
+                return result
+            return unflatten(tf.out_tree, list(result))
+
+        entry.finish = finish
+        return entry
+
+    t = _Transform(f, build, "jit")
+    t.module = lambda *args: t.specialize(args)[0].module
+    t.source = lambda *args: _source_of(t.specialize(args)[0])
+    return t
+
+
+def _source_of(entry) -> str:
+    from .backend.codegen import compile_module
+
+    return compile_module(entry.module, entry.func).source
+
+
 # -- vjp --------------------------------------------------------------------------------
 
 
@@ -387,4 +427,4 @@ def trace_grad_module(f, *args, argnums=0) -> Module:
     return entry.module
 
 
-__all__ = ["grad", "value_and_grad", "vjp", "optimize", "ChainruleError", "current_trace"]
+__all__ = ["grad", "jit", "value_and_grad", "vjp", "optimize", "ChainruleError", "current_trace"]

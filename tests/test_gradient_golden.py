@@ -407,13 +407,28 @@ def main(x: f64[3], n: i64[3]) -> f64:
     assert len(adj["main_adjoint"].ret_type.fields[1].fields) == 1
 
 
-def test_error_no_vjp_lists_every_op():
+@pytest.fixture
+def user_ops():
+    """Register throwaway ops for a test and remove them after (the registry is global)."""
     from chainrule.ir import Op, register_op
     from chainrule.ir.op import OPS
+    from chainrule.rules import VJP
 
-    for name in ("mystery_a", "mystery_b"):
-        if name not in OPS:
-            register_op(Op(name, lambda types, attrs: types[0], lambda x: x, {}, 1))
+    made = []
+
+    def make(name, kernel):
+        register_op(Op(name, lambda types, attrs: types[0], kernel, {}, 1))
+        made.append(name)
+
+    yield make
+    for name in made:
+        OPS.pop(name, None)
+        VJP.pop(name, None)
+
+
+def test_error_no_vjp_lists_every_op(user_ops):
+    user_ops("mystery_a", lambda x: x)
+    user_ops("mystery_b", lambda x: x)
     m = cr.parse("""
 def main(x: f64[3]) -> f64:
     a = mystery_a(x)
@@ -426,13 +441,10 @@ def main(x: f64[3]) -> f64:
         gradient(m)
 
 
-def test_register_vjp_for_user_op():
-    from chainrule.ir import Op, register_op
-    from chainrule.ir.op import OPS
+def test_register_vjp_for_user_op(user_ops):
     from chainrule.rules import register_vjp
 
-    if "cube" not in OPS:
-        register_op(Op("cube", lambda types, attrs: types[0], lambda x: x ** 3, {}, 1))
+    user_ops("cube", lambda x: x ** 3)
     register_vjp("cube", lambda z, g, x: (g * 3 * x * x,))
     m = cr.parse("def main(x: f64[2]) -> f64:\n    c = cube(x)\n    s = sum(c)\n    return s\n")
     _, (g,) = cr.run(gradient(m), np.array([1.0, 2.0]), func="main_adjoint")

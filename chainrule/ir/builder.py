@@ -12,6 +12,7 @@ def main(x: f32[5, 5]) -> f32:
     lv0 = add(x, x)
     lv1 = sum(lv0)
     return lv1
+<BLANKLINE>
 """
 
 from __future__ import annotations

@@ -27,7 +27,13 @@ class _NotEqual(Exception):
 def _constants_equal(a: Constant, b: Constant) -> bool:
     if a.type != b.type:
         return False
-    return bool(np.array_equal(a.data, b.data, equal_nan=a.type.dtype.is_float))
+    if a.data is b.data:
+        return True
+    if not a.type.dtype.is_float:
+        return bool(np.array_equal(a.data, b.data))
+    # floats: NaN equals NaN, but 0.0 and -0.0 differ (1/x tells them apart)
+    return bool(np.array_equal(a.data, b.data, equal_nan=True)
+                and np.array_equal(np.signbit(a.data), np.signbit(b.data)))
 
 
 class _Matcher:

@@ -66,8 +66,19 @@ class Op:
             raise TypeInferenceError(
                 f"{self.name} takes {self.nargs} operand(s), got {len(arg_types)}"
             )
-        attrs = self.normalize(arg_types, self.check_attrs(attrs))
-        return attrs, self.infer(arg_types, attrs)
+        given = attrs
+        try:
+            attrs = self.normalize(arg_types, self.check_attrs(given))
+            return attrs, self.infer(arg_types, attrs)
+        except ChainruleError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError,
+                OverflowError) as exc:
+            # a malformed attribute that a type rule did not anticipate
+            types = ", ".join(repr(t) for t in arg_types)
+            raise TypeInferenceError(
+                f"{self.name}: invalid operands or attributes ({types}; {given}): {exc}"
+            ) from None
 
 
 OPS: dict[str, Op] = {}

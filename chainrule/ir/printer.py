@@ -27,6 +27,7 @@ from .nodes import (
 )
 from .op import OPS, Op
 from .types import DTYPES, DType
+from .visitor import atoms_of, nested_blocks
 
 INLINE_CONSTANT_SIZE = 16  # larger constants are hoisted to module-level names
 SYNTAX_NAMES = {"tuple", "Callable", "inf", "nan", "True", "False", "None", "slice"}
@@ -44,8 +45,11 @@ def format_scalar(value, dtype: DType) -> str:
         return str(int(value))
     if dtype[0] == "c":
         raise ChainruleError("complex constants cannot be printed yet")
-    text = str(dtype.numpy.type(value))
-    if text in ("inf", "-inf", "nan"):
+    value = dtype.numpy.type(value)
+    if np.isnan(value):  # keep the sign bit: -nan parses back as -float("nan")
+        return "-nan" if np.signbit(value) else "nan"
+    text = str(value)
+    if text in ("inf", "-inf"):
         return text
     if "e" not in text and "." not in text:
         text += ".0"
@@ -131,14 +135,7 @@ class Printer:
                 raise ChainruleError(f"variable {x.name} is used but never bound") from None
         if isinstance(x, Constant):
             if x.data.size > INLINE_CONSTANT_SIZE:
-                key = id(x)
-                if key not in self.const_names:
-                    name = f"c{len(self.const_names)}"
-                    while name in self.reserved:
-                        name = "_" + name
-                    self.const_names[key] = name
-                    self.header.append(f"{name} = {format_constant_data(x.data)}")
-                return self.const_names[key]
+                return self.const_names[id(x)]
             return format_constant_data(x.data)
         if isinstance(x, Tuple):
             inner = [self.atom(f, names) for f in x.fields]
@@ -209,11 +206,46 @@ class Printer:
         self.block(fn.body, names, indent + "    ", None)
         self.lines.append(f"{indent}    return {self.atom(fn.body.result, names)}")
 
+    def _hoist_constants(self) -> None:
+        """Name the large constants first, so that no variable takes their names."""
+        taken = set(self.reserved)
+        for fn in self.module.functions.values():
+            taken.update(p.name for p in fn.params)
+        stack = [fn.body for fn in self.module.functions.values()]
+        stack.reverse()
+        while stack:
+            block = stack.pop()
+            atoms = []
+            inner = []
+            for b in block.bindings:
+                taken.add(b.var.name)
+                atoms.extend(atoms_of(b.value))
+                inner.extend(nested_blocks(b.value))
+                if isinstance(b.value, Function):
+                    taken.update(p.name for p in b.value.params)
+                elif isinstance(b.value, While):
+                    taken.update(v.name for v in b.value.loop_vars)
+            atoms.extend(atoms_of(block.result))
+            for x in atoms:
+                if (isinstance(x, Constant) and x.data.size > INLINE_CONSTANT_SIZE
+                        and id(x) not in self.const_names):
+                    k = len(self.const_names)
+                    name = f"c{k}"
+                    while name in taken:
+                        k += 1
+                        name = f"c{k}"
+                    taken.add(name)
+                    self.const_names[id(x)] = name
+                    self.header.append(f"{name} = {format_constant_data(x.data)}")
+            stack.extend(reversed(inner))
+
     def run(self) -> str:
+        self._hoist_constants()
+        self.reserved |= set(self.const_names.values())
         chunks = []
         for fname, fn in self.module.functions.items():
             names: dict[Var, str] = {}
-            taken = set(self.reserved) | set(self.const_names.values())
+            taken = set(self.reserved)
             for p in fn.params:
                 self._assign(names, taken, p)
             self._name_block(names, taken, fn.body)

@@ -9,6 +9,7 @@ tuple[f64, i64[n]]
 from __future__ import annotations
 
 import keyword
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,7 @@ DTYPES: dict[str, np.dtype] = {
     "c128": np.dtype(np.complex128),
 }
 _BY_NUMPY = {v: k for k, v in DTYPES.items()}
+_CACHE: dict = {}  # np.dtype or scalar type -> DType
 
 
 class DType(str):
@@ -44,13 +46,24 @@ class DType(str):
             return name
         if isinstance(name, str) and name in DTYPES:
             return str.__new__(cls, name)
+        known = _CACHE.get(name) if isinstance(name, (np.dtype, type)) else None
+        if known is not None:
+            return known
         try:
-            npd = np.dtype(name)
-        except TypeError as exc:
+            if isinstance(name, str):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # np.dtype("a") is deprecated, not ours
+                    npd = np.dtype(name)
+            else:
+                npd = np.dtype(name)
+        except (TypeError, ValueError) as exc:
             raise ChainruleError(f"unknown dtype {name!r}; use one of {sorted(DTYPES)}") from exc
         if npd not in _BY_NUMPY:
             raise ChainruleError(f"unsupported dtype {npd}; use one of {sorted(DTYPES)}")
-        return str.__new__(cls, _BY_NUMPY[npd])
+        out = str.__new__(cls, _BY_NUMPY[npd])
+        if isinstance(name, (np.dtype, type)):
+            _CACHE[name] = out  # np.dtype objects and scalar types: a bounded set
+        return out
 
     @property
     def numpy(self) -> np.dtype:

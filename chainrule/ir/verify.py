@@ -8,9 +8,10 @@ scalars; functions return their declared type; calls match signatures.
 
 from __future__ import annotations
 
-from ..errors import ChainruleError, VerifyError
+from ..errors import ChainruleError, TypeInferenceError, VerifyError
 from .infer import arg_type, infer_value
 from .nodes import (
+    Binding,
     Block,
     Call,
     Constant,
@@ -38,9 +39,13 @@ class _Verifier:
         raise VerifyError(f"in function {self.where}: {message}")
 
     def global_type(self, name):
-        if name not in self.module.functions:
-            self.fail(f"call to unknown function {name!r}")
-        return self.module.functions[name].type
+        fn = self.module.functions.get(name)
+        if not isinstance(fn, Function):
+            # raised inside type inference, which adds "binding of <var>: "
+            raise TypeInferenceError(
+                f"call to unknown function {name!r} (the module has {list(self.module.functions)})"
+            )
+        return fn.type
 
     def define(self, v: Var) -> None:
         if not isinstance(v, Var):
@@ -78,6 +83,8 @@ class _Verifier:
 
     def bindings(self, block: Block) -> None:
         for b in block.bindings:
+            if not isinstance(b, Binding) or not isinstance(b.var, Var):
+                self.fail(f"{b!r} is not a binding of a variable")
             v = b.value
             if isinstance(v, Call):
                 if isinstance(v.callee, Var):

@@ -12,7 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
-from .common import REQUIRED, DType, TensorType, broadcast_shapes, define, fmt, promote, tensor_types
+from .common import (
+    REQUIRED,
+    DType,
+    TensorType,
+    broadcast_shapes,
+    define,
+    fmt,
+    promote,
+    tensor_types,
+)
 
 
 def _binary_type(name, result_dtype=None):
@@ -47,10 +56,13 @@ def _unary_type(name, kind="same"):
 
 
 def _float_kernel(fn):
-    """NumPy gives small ints small floats (exp(int8) is f16); the type rule says f64."""
+    """NumPy gives small ints small floats (exp(int8) is f16); the type rule says f64.
+    Operands are cast only when none is a float: f32 / i8 stays f32, as promoted."""
 
     def kernel(*xs):
-        return fn(*[x if x.dtype.kind in "fc" else x.astype(np.float64) for x in xs])
+        if any(x.dtype.kind in "fc" for x in xs):
+            return fn(*xs)
+        return fn(*[x.astype(np.float64) for x in xs])
 
     return kernel
 

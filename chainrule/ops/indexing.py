@@ -49,7 +49,8 @@ def _expand_key(name, key, ndim):
         raise TypeInferenceError(f"{name}: an index can only have one ellipsis (...)")
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > ndim:
-        raise TypeInferenceError(f"{name}: too many indices ({consumed}) for an array of rank {ndim}")
+        raise TypeInferenceError(
+            f"{name}: too many indices ({consumed}) for an array of rank {ndim}")
     if n_ell:
         i = key.index(Ellipsis)
         key = key[:i] + (Slice(None, None, None),) * (ndim - consumed) + key[i + 1:]
@@ -121,6 +122,8 @@ def indexed_shape(name, x: TensorType, key, index_types) -> tuple:
 
 
 def _index_normalize(types, attrs):
+    if not types:
+        raise TypeInferenceError("index: needs the array to index")
     x, *idx = tensor_types("index", types)
     return {"key": _normalize_key("index", x, attrs["key"], idx)}
 
@@ -138,6 +141,8 @@ index = define("index", _index_type, _index_kernel, None, {"key": REQUIRED}, _in
 
 
 def _index_add_normalize(types, attrs):
+    if len(types) < 2:
+        raise TypeInferenceError("index_add: needs the base array and the value to add")
     base, g, *idx = tensor_types("index_add", types)
     return {"key": _normalize_key("index_add", base, attrs["key"], idx)}
 
@@ -145,7 +150,11 @@ def _index_add_normalize(types, attrs):
 def _index_add_type(types, attrs):
     base, g, *idx = types
     target = TensorType(indexed_shape("index_add", base, attrs["key"], idx), base.dtype)
-    if broadcast_shapes("index_add", [target, g]) != target.shape:
+    try:
+        fits = broadcast_shapes("index_add", [target, g]) == target.shape
+    except TypeInferenceError:
+        fits = False
+    if not fits:
         raise TypeInferenceError(
             f"index_add: value of type {g!r} does not broadcast to the indexed shape "
             f"{target.shape} of {base!r}")

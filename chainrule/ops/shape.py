@@ -71,6 +71,8 @@ def _permute_normalize(types, attrs):
     axes = attrs["axes"]
     if axes is None:
         axes = tuple(reversed(range(t.ndim)))
+    if not isinstance(axes, (tuple, list)):
+        raise TypeInferenceError(f"permute_dims: axes must be a tuple of ints, got {axes!r}")
     axes = tuple(normalize_axis("permute_dims", a, t.ndim) for a in axes)
     if sorted(axes) != list(range(t.ndim)):
         raise TypeInferenceError(f"permute_dims: {axes} is not a permutation of the axes of {t!r}")
@@ -138,7 +140,11 @@ def _broadcast_to_type(types, attrs):
     (t,) = types
     shape = attrs["shape"]
     target = TensorType(shape, t.dtype)
-    if len(shape) < t.ndim or broadcast_shapes("broadcast_to", [t, target]) != shape:
+    try:
+        fits = len(shape) >= t.ndim and broadcast_shapes("broadcast_to", [t, target]) == shape
+    except TypeInferenceError:
+        fits = False
+    if not fits:
         raise TypeInferenceError(f"broadcast_to: cannot broadcast {t!r} to shape {shape}")
     return target
 
@@ -152,7 +158,12 @@ def _collapse_type(types, attrs):
     (t,) = types
     shape = attrs["shape"]
     target = TensorType(shape, t.dtype)
-    if len(shape) > t.ndim or broadcast_shapes("collapse_sum_to", [t, target]) != t.shape:
+    try:
+        fits = (len(shape) <= t.ndim
+                and broadcast_shapes("collapse_sum_to", [t, target]) == t.shape)
+    except TypeInferenceError:
+        fits = False
+    if not fits:
         raise TypeInferenceError(
             f"collapse_sum_to: shape {shape} does not broadcast to {t!r}, so {t!r} cannot be "
             f"summed down to it")
@@ -169,10 +180,10 @@ def collapse_axes(in_shape: tuple, shape: tuple) -> tuple[tuple, tuple]:
 
 def _collapse_kernel(x, shape):
     leading, kept = collapse_axes(x.shape, shape)
-    if kept:
-        x = np.sum(x, axis=kept, keepdims=True)
+    if kept:  # dtype=: the result keeps x's dtype, as the type rule says
+        x = np.sum(x, axis=kept, keepdims=True, dtype=x.dtype)
     if leading:
-        x = np.sum(x, axis=leading)
+        x = np.sum(x, axis=leading, dtype=x.dtype)
     return np.asarray(x).reshape(shape) if not leading and not kept else x
 
 
@@ -220,14 +231,20 @@ def _split_normalize(types, attrs):
     spec = attrs["indices_or_sections"]
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
         if not isinstance(n, int) or spec <= 0 or n % spec:
-            raise TypeInferenceError(f"split: {t!r} axis {axis} does not split into {spec} equal parts")
+            raise TypeInferenceError(
+                f"split: {t!r} axis {axis} does not split into {spec} equal parts")
         spec = tuple(range(n // spec, n, n // spec))
     elif isinstance(spec, (tuple, list)):
+        if not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in spec):
+            raise TypeInferenceError(f"split: indices must be ints, got {spec!r}")
         spec = tuple(int(i) for i in spec)
+        if not isinstance(n, int):
+            raise TypeInferenceError(f"split: cannot split the symbolic axis {axis} of {t!r}")
         if any(not 0 <= i <= n for i in spec) or list(spec) != sorted(spec):
             raise TypeInferenceError(f"split: indices {spec} out of order or range for size {n}")
     else:
-        raise TypeInferenceError(f"split: indices_or_sections must be an int or tuple, got {spec!r}")
+        raise TypeInferenceError(
+            f"split: indices_or_sections must be an int or tuple, got {spec!r}")
     return {"indices_or_sections": spec, "axis": axis}
 
 
@@ -313,16 +330,22 @@ full_like = define("full_like", _creation_type,
 def _arange_normalize(types, attrs):
     start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
     for v in (start, stop, step):
-        if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise TypeInferenceError(f"arange: bounds must be numbers, got {v!r}")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v):
+            raise TypeInferenceError(f"arange: bounds must be finite numbers, got {v!r}")
+    if step == 0:
+        raise TypeInferenceError("arange: step cannot be zero")
     dtype = attrs["dtype"]
     dtype = DType(np.result_type(start, stop, step) if dtype is None else dtype)
     return {"start": start, "stop": stop, "step": step, "dtype": dtype}
 
 
+def _arange_type(types, attrs):
+    start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
+    n = max(0, int(np.ceil((stop - start) / step)))  # NumPy's length rule, no allocation
+    return TensorType((n,), attrs["dtype"])
+
+
 arange = define(
-    "arange",
-    lambda types, attrs: TensorType(
-        (len(np.arange(attrs["start"], attrs["stop"], attrs["step"])),), attrs["dtype"]),
+    "arange", _arange_type,
     lambda start, stop, step, dtype: np.arange(start, stop, step, dtype=dtype.numpy), 0,
     {"start": 0, "stop": REQUIRED, "step": 1, "dtype": None}, _arange_normalize)

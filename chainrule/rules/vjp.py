@@ -231,7 +231,7 @@ def prod_others(x, axis):
     left = cnp.prefix_product(flat, -1, exclusive=True)
     right = cnp.flip(cnp.prefix_product(cnp.flip(flat, -1), -1, exclusive=True), -1)
     others = cnp.reshape(left * right, tuple(moved.shape))
-    return cnp.permute_dims(others, tuple(np.argsort(order)))
+    return cnp.permute_dims(others, tuple(int(i) for i in np.argsort(order)))
 
 
 @vjp_rule("prod")
@@ -275,7 +275,7 @@ def reshape_vjp(z, g, x, shape):
 @vjp_rule("permute_dims")
 def permute_dims_vjp(z, g, x, axes):
     """z = permute(x, axes);  dx = permute(g, inverse(axes))"""
-    return (cnp.permute_dims(g, tuple(np.argsort(axes))),)
+    return (cnp.permute_dims(g, tuple(int(i) for i in np.argsort(axes))),)
 
 
 @vjp_rule("expand_dims")

@@ -12,7 +12,17 @@ from __future__ import annotations
 from ..errors import GradientError, NoRuleError
 from ..frontend.tracer import Trace, Traced
 from ..ir.builder import Builder
-from ..ir.nodes import Binding, Call, Constant, Function, GlobalVar, Module, Tuple, TupleGetItem, Var
+from ..ir.nodes import (
+    Binding,
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    Module,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator

@@ -1,0 +1,640 @@
+"""Every registered op: its NumPy kernel against the NumPy expression (broadcast shapes,
+float32/float64/int inputs), its type rule against the kernel's output, and its errors."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+from chainrule import ops
+from chainrule.errors import TypeInferenceError
+from chainrule.ir import OPS, ArrayIndex, Slice, TensorType, TupleType
+from chainrule.ir.types import DType
+
+rng = np.random.default_rng(0)
+FLOATS = [np.float32, np.float64]
+NUMERIC = [np.float32, np.float64, np.int32, np.int64]
+
+
+def arr(shape, dtype=np.float64, lo=-2.0, hi=2.0):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) > 0.5
+    if dtype.kind in "iu":
+        return rng.integers(max(lo, 0) if dtype.kind == "u" else lo, hi + 1, shape).astype(dtype)
+    return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def ttype(a) -> TensorType:
+    a = np.asarray(a)
+    return TensorType(a.shape, DType(a.dtype))
+
+
+def run_op(name, *arrays, **attrs):
+    """Type-check, run the kernel, and check the kernel matches the type rule exactly."""
+    op = OPS[name]
+    types = [ttype(a) for a in arrays]
+    norm, t = op.type_call(types, attrs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = op.kernel(*[np.asarray(a) for a in arrays], **norm)
+    outs, fields = ((out, t.fields) if isinstance(t, TupleType) else ((out,), (t,)))
+    assert isinstance(out, tuple) == isinstance(t, TupleType)
+    assert len(outs) == len(fields)
+    for o, f in zip(outs, fields):
+        o = np.asarray(o)
+        assert o.shape == f.shape, f"{name}{types} {attrs}: kernel {o.shape}, type rule {f}"
+        assert o.dtype == f.dtype.numpy, f"{name}{types} {attrs}: kernel {o.dtype}, type {f}"
+    return out
+
+
+def close(got, want, dtype=None):
+    want = np.asarray(want)
+    got = np.asarray(got)
+    if dtype is not None:
+        assert got.dtype == np.dtype(dtype)
+    rtol = 1e-5 if got.dtype in (np.float32, np.float16) else 1e-12
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+
+
+# -- coverage: every op is exercised by the type-vs-kernel sweep below -------------------------
+BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.true_divide,
+    "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "equal": np.equal,
+    "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
+    "greater": np.greater, "greater_equal": np.greater_equal,
+}
+LOGICAL = {"logical_and": np.logical_and, "logical_or": np.logical_or}
+UNARY = {
+    "negative": np.negative, "abs": np.abs, "sign": np.sign, "exp": np.exp, "log": np.log,
+    "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "tanh": np.tanh, "arctan": np.arctan, "sqrt": np.sqrt, "square": np.square,
+    "reciprocal": lambda x: 1.0 / x, "floor": np.floor, "round": np.round,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "relu": lambda x: np.maximum(x, 0),
+    "stop_gradient": lambda x: x,
+}
+FLOAT_RESULT = {"divide", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "arctan",
+                "sqrt", "reciprocal", "sigmoid"}
+POSITIVE = {"log", "sqrt", "reciprocal", "power", "log1p"}
+
+# representative calls: name -> list of (arrays, attrs)
+S = [(), (3,), (2, 3), (4, 1, 3)]
+REPRESENTATIVE: dict[str, list] = {}
+for _n in BINARY:
+    REPRESENTATIVE[_n] = [([arr(a, d1, 0.5, 2), arr(b, d2, 0.5, 2)], {})
+                          for (a, b) in [((2, 1), (3,)), ((), (2, 3)), ((4, 1, 3), (2, 1))]
+                          for d1, d2 in [(np.float32, np.float32), (np.float64, np.int64),
+                                         (np.float32, np.int32), (np.int32, np.int64),
+                                         (np.float32, np.float64), (np.int64, np.int64)]]
+for _n in LOGICAL:
+    REPRESENTATIVE[_n] = [([arr((2, 1), bool), arr((3,), bool)], {})]
+REPRESENTATIVE["logical_not"] = [([arr((2, 3), bool)], {})]
+for _n in UNARY:
+    REPRESENTATIVE[_n] = [([arr(s, d, 0.5, 2)], {}) for s in S for d in NUMERIC]
+REPRESENTATIVE["where"] = [([arr((2, 1), bool), arr((3,), np.float32), arr((), np.float32)], {}),
+                           ([arr((3,), bool), arr((2, 3), np.int64), arr((3,), np.float64)], {})]
+REPRESENTATIVE["astype"] = [([arr((2, 3), d)], {"dtype": t})
+                            for d in NUMERIC + [bool] for t in ["f32", "i64", "bool", "f16"]]
+for _n in ["sum", "mean", "max", "min", "prod", "logsumexp"]:
+    REPRESENTATIVE[_n] = [([arr((2, 3, 4), d)], {"axis": ax, "keepdims": kd})
+                          for d in NUMERIC for ax in [None, 0, -1, (0, 2), (-1, 0)]
+                          for kd in [False, True]]
+    REPRESENTATIVE[_n].append(([arr((), np.float32)], {}))
+for _n in ["argmax", "argmin"]:
+    REPRESENTATIVE[_n] = [([arr((2, 3, 4), d)], {"axis": ax, "keepdims": kd})
+                          for d in NUMERIC for ax in [None, 0, -1] for kd in [False, True]]
+for _n in ["cumsum", "cumprod"]:
+    REPRESENTATIVE[_n] = [([arr((2, 3), d)], {"axis": ax, "reverse": r})
+                          for d in NUMERIC for ax in [0, -1] for r in [False, True]]
+for _n in ["softmax", "log_softmax"]:
+    REPRESENTATIVE[_n] = [([arr((2, 3, 4), d)], {"axis": ax})
+                          for d in NUMERIC for ax in [None, 0, -1, (0, 2)]]
+REPRESENTATIVE.update({
+    "reshape": [([arr((2, 3), d)], {"shape": s}) for d in NUMERIC
+                for s in [(-1,), (3, -1), (6, 1), (1, 2, 3), (-1, 2, 1)]]
+    + [([arr((1, 1))], {"shape": ()}), ([arr(())], {"shape": (1, -1)})],
+    "permute_dims": [([arr((2, 3, 4))], {"axes": a}) for a in [None, (1, 0, 2), (-1, 0, 1)]],
+    "expand_dims": [([arr((2, 3))], {"axis": a}) for a in [0, -1, (0, 2), (1, -1)]],
+    "squeeze": [([arr((1, 3, 1))], {"axis": a}) for a in [None, 0, -1, (0, 2)]]
+    + [([arr(())], {})],
+    "broadcast_to": [([arr(s)], {"shape": t}) for s, t in
+                     [((3,), (2, 3)), ((2, 1), (4, 2, 3)), ((), ()), ((), (2,))]],
+    "collapse_sum_to": [([arr((4, 2, 3), d)], {"shape": t}) for d in NUMERIC + [bool]
+                        for t in [(3,), (1, 3), (2, 1), (), (1, 1, 1), (4, 2, 3)]],
+    "concatenate": [([arr((2, 3), np.float32), arr((2, 1), np.float64)], {"axis": 1}),
+                    ([arr((2, 3))], {}), ([arr((1, 3)), arr((2, 3)), arr((0, 3))], {"axis": -2})],
+    "split": [([arr((6, 2))], {"indices_or_sections": s, "axis": a})
+              for s, a in [(3, 0), ((1, 4), 0), (2, -1), ((), 1), ((0, 6), 0)]],
+    "flip": [([arr((2, 3))], {"axis": a}) for a in [None, 0, -1, (0, 1)]],
+    "zeros": [([], {"shape": s, "dtype": d}) for s in [(), (2, 3)] for d in [None, "f32", "i64"]],
+    "ones": [([], {"shape": s, "dtype": d}) for s in [(), (2, 3)] for d in [None, "f32", "bool"]],
+    "full": [([], {"shape": (2,), "fill_value": v, "dtype": d})
+             for v in [3, 2.5, True, 2**40] for d in [None, "f32"]],
+    "zeros_like": [([arr((2, 3), d)], {"dtype": t}) for d in NUMERIC for t in [None, "i32"]],
+    "ones_like": [([arr((2, 3), d)], {"dtype": t}) for d in NUMERIC for t in [None, "f16"]],
+    "full_like": [([arr((2, 3), d)], {"fill_value": v, "dtype": t})
+                  for d in NUMERIC for v in [2, 0.5] for t in [None, "f64"]],
+    "arange": [([], a) for a in [{"stop": 5}, {"start": 1, "stop": 5.5, "step": 0.5},
+                                 {"start": 5, "stop": 0, "step": -1}, {"stop": 3, "dtype": "f32"},
+                                 {"start": 0.1, "stop": 0.35, "step": 0.1}, {"stop": 0}]],
+    "matmul": [([arr(a, d1), arr(b, d2)], {}) for a, b in
+               [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
+                ((5, 2, 3), (3, 4)), ((5, 1, 2, 3), (4, 3, 2)), ((3,), (2, 3, 4))]
+               for d1, d2 in [(np.float32, np.float32), (np.float64, np.int64),
+                              (np.int32, np.int32)]],
+    "index": [],  # filled from INDEX_CASES below
+    "index_add": [],
+})
+
+X = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+I3 = np.array([0, 2, 1])
+I23 = np.array([[0, 1], [2, 3]])
+INDEX_CASES = [
+    ((0,), []),
+    ((-1,), []),
+    ((Slice(None, None, -1),), []),
+    ((Slice(5, 1, -2), Slice(None, None, 3), Slice(-1, -7, -1)), []),
+    ((Slice(10, 20, None),), []),
+    ((None, Slice(1, 3, None), Ellipsis, 0), []),
+    ((Ellipsis,), []), ((), []), ((None,), []), ((0, 0, 0), []),
+    ((ArrayIndex(0),), [I3]),
+    ((ArrayIndex(0), ArrayIndex(1)), [I3, I3]),
+    ((ArrayIndex(0), Slice(None, None, None), ArrayIndex(1)), [I3, I3]),  # not adjacent
+    ((Slice(None, None, None), ArrayIndex(0), ArrayIndex(1)), [I3, I3]),  # adjacent
+    ((0, Slice(None, None, None), ArrayIndex(0)), [I23]),  # int + array: not adjacent
+    ((Slice(None, None, None), 0, ArrayIndex(0)), [I23]),  # adjacent
+    ((ArrayIndex(0), None, ArrayIndex(1)), [I3, I3]),
+    ((Ellipsis, ArrayIndex(0)), [np.array(-1)]),
+    ((ArrayIndex(0), ArrayIndex(1)), [np.array([[0], [3]]), np.array([1, 2, 4])]),
+    ((ArrayIndex(0), 1), [np.array([3, 3, 0], np.int32)]),
+]
+for _key, _arrays in INDEX_CASES:
+    REPRESENTATIVE["index"].append(([X, *_arrays], {"key": _key}))
+
+
+def python_key(key, arrays):
+    out = []
+    for k in key:
+        if isinstance(k, Slice):
+            out.append(slice(*k))
+        elif isinstance(k, ArrayIndex):
+            out.append(arrays[k.position])
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+for _key, _arrays in INDEX_CASES:
+    _shape = X[python_key(_key, _arrays)].shape
+    REPRESENTATIVE["index_add"].append(([X, arr(_shape, np.float32), *_arrays], {"key": _key}))
+    if _shape:  # a broadcast value
+        REPRESENTATIVE["index_add"].append(([X, arr(_shape[-1:], np.float32), *_arrays],
+                                            {"key": _key}))
+
+
+def builtin_ops() -> list[str]:
+    """The ops chainrule itself registers (other tests register ops of their own)."""
+    return sorted(n for n, op in OPS.items()
+                  if getattr(op.infer, "__module__", "").startswith("chainrule."))
+
+
+def test_every_registered_op_has_representative_inputs():
+    missing = sorted(set(builtin_ops()) - set(REPRESENTATIVE))
+    assert not missing, f"ops without a kernel/type-rule test in tests/test_ops.py: {missing}"
+
+
+@pytest.mark.parametrize("name", builtin_ops())
+def test_type_rule_predicts_kernel_output(name):
+    if name not in REPRESENTATIVE:
+        pytest.skip("no representative inputs (see the coverage test)")
+    for arrays, attrs in REPRESENTATIVE[name]:
+        run_op(name, *arrays, **attrs)
+
+
+# -- kernels against NumPy ---------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(BINARY))
+@pytest.mark.parametrize("d1, d2", [(np.float32, np.float32), (np.float64, np.float64),
+                                    (np.float32, np.int64), (np.int64, np.int64),
+                                    (np.int32, np.float64)])
+def test_binary_kernels(name, d1, d2):
+    a, b = arr((4, 1, 3), d1, 1, 3), arr((2, 1), d2, 1, 3)
+    got = run_op(name, a, b)
+    want = BINARY[name](a, b)
+    assert np.asarray(got).dtype == want.dtype or name in FLOAT_RESULT
+    close(got, want)
+
+
+def test_binary_scalar_and_promotion():
+    a = arr((3,), np.float32)
+    assert run_op("multiply", a, np.float32(2)).dtype == np.float32
+    assert run_op("divide", a, np.int8(2)).dtype == np.float32  # f32 / int stays f32
+    assert run_op("divide", np.arange(3), np.arange(1, 4)).dtype == np.float64
+    assert run_op("divide", np.arange(3, dtype=np.int8), np.int8(2)).dtype == np.float64
+    assert run_op("add", np.int8(3), np.int16(4)).dtype == np.int16
+    assert run_op("less", a, np.int64(0)).dtype == np.bool_
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_unary_kernels(name, dtype):
+    x = arr((2, 3), dtype, 1 if name in POSITIVE else -3, 3)
+    got = run_op(name, x)
+    want = UNARY[name](x.astype(np.float64) if name in FLOAT_RESULT and x.dtype.kind == "i"
+                       else x)
+    if name in FLOAT_RESULT:
+        assert np.asarray(got).dtype == (dtype if np.dtype(dtype).kind == "f" else np.float64)
+    else:
+        assert np.asarray(got).dtype == dtype
+    close(got, want)
+
+
+def test_sigmoid_relu_stable_and_exact():
+    x = np.array([-1000.0, -30.0, 0.0, 30.0, 1000.0])
+    np.testing.assert_allclose(run_op("sigmoid", x), [0.0, 9.357622968839299e-14, 0.5, 1.0, 1.0],
+                               rtol=1e-12, atol=0)
+    assert run_op("sigmoid", x.astype(np.float32)).dtype == np.float32
+    np.testing.assert_array_equal(run_op("relu", np.array([-1, 0, 2])), [0, 0, 2])
+
+
+def test_logical_and_where():
+    a, b = arr((2, 1), bool), arr((3,), bool)
+    np.testing.assert_array_equal(run_op("logical_and", a, b), a & b)
+    np.testing.assert_array_equal(run_op("logical_or", a, b), a | b)
+    np.testing.assert_array_equal(run_op("logical_not", a), ~a)
+    c, x, y = arr((2, 1), bool), arr((3,), np.float32), np.float32(7)
+    got = run_op("where", c, x, y)
+    np.testing.assert_array_equal(got, np.where(c, x, y))
+    assert got.dtype == np.float32
+
+
+def test_comparisons():
+    a, b = np.array([1.0, 2.0, np.nan]), np.array([2.0, 2.0, 1.0])
+    for name, fn in [("equal", np.equal), ("not_equal", np.not_equal), ("less", np.less),
+                     ("less_equal", np.less_equal), ("greater", np.greater),
+                     ("greater_equal", np.greater_equal)]:
+        np.testing.assert_array_equal(run_op(name, a, b), fn(a, b))
+
+
+def test_astype_and_stop_gradient():
+    x = np.array([1.7, -2.2, 0.0])
+    np.testing.assert_array_equal(run_op("astype", x, dtype="i32"), x.astype(np.int32))
+    np.testing.assert_array_equal(run_op("astype", x, dtype=np.bool_), x.astype(bool))
+    np.testing.assert_array_equal(run_op("stop_gradient", x), x)
+
+
+# -- reductions --------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, fn", [("sum", np.sum), ("mean", np.mean), ("max", np.max),
+                                      ("min", np.min), ("prod", np.prod)])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2), (2, -3), ()])
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_reductions(name, fn, axis, keepdims, dtype):
+    x = arr((2, 3, 4), dtype, 1, 3)
+    got = run_op(name, x, axis=axis, keepdims=keepdims)
+    close(got, fn(x, axis=axis, keepdims=keepdims))
+
+
+def test_reduction_axis_normalization():
+    op = OPS["sum"]
+    t = TensorType((2, 3, 4), "f32")
+    assert op.type_call([t], {"axis": -1})[0] == {"axis": (2,), "keepdims": False}
+    assert op.type_call([t], {"axis": (2, 0)})[0]["axis"] == (0, 2)
+    assert op.type_call([t], {})[0]["axis"] is None
+    with pytest.raises(TypeInferenceError, match=r"sum: axis 3 is out of range for rank 3"):
+        op.type_call([t], {"axis": 3})
+    with pytest.raises(TypeInferenceError, match=r"sum: repeated axis"):
+        op.type_call([t], {"axis": (0, -3)})
+    with pytest.raises(TypeInferenceError, match="max: reduction of an empty array"):
+        OPS["max"].type_call([TensorType((0, 3), "f32")], {})
+
+
+@pytest.mark.parametrize("name, fn", [("argmax", np.argmax), ("argmin", np.argmin)])
+@pytest.mark.parametrize("axis", [None, 0, -1])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_arg_reductions(name, fn, axis, keepdims):
+    x = arr((3, 4), np.float32)
+    got = run_op(name, x, axis=axis, keepdims=keepdims)
+    np.testing.assert_array_equal(got, fn(x, axis=axis, keepdims=keepdims))
+    assert np.asarray(got).dtype == np.int64
+
+
+@pytest.mark.parametrize("name, fn", [("cumsum", np.cumsum), ("cumprod", np.cumprod)])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scans(name, fn, reverse):
+    if name not in OPS:
+        pytest.skip(f"{name} is not an op")
+    x = arr((3, 4), np.float64, 0.5, 1.5)
+    got = run_op(name, x, axis=-1, reverse=reverse)
+    want = np.flip(fn(np.flip(x, -1), axis=-1), -1) if reverse else fn(x, axis=-1)
+    close(got, want)
+
+
+# -- nn ----------------------------------------------------------------------------------------
+def ref_logsumexp(x, axis=None, keepdims=False):
+    x = np.asarray(x, np.float64)
+    m = np.max(x, axis=axis, keepdims=True)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 1)])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_family(axis, dtype):
+    x = arr((3, 4), dtype)
+    lse = ref_logsumexp(x, axis=axis, keepdims=True)
+    close(run_op("softmax", x, axis=axis), np.exp(x - lse), dtype)
+    close(run_op("log_softmax", x, axis=axis), x - lse, dtype)
+    close(run_op("logsumexp", x, axis=axis), ref_logsumexp(x, axis=axis), dtype)
+    close(run_op("logsumexp", x, axis=axis, keepdims=True), lse, dtype)
+
+
+def test_softmax_family_stable_on_large_inputs():
+    x = np.array([[1000.0, 1000.0, -1000.0], [-1e308, 0.0, 1e308]])
+    sm = run_op("softmax", x)
+    assert np.all(np.isfinite(sm))
+    np.testing.assert_allclose(sm[0], [0.5, 0.5, 0.0])
+    np.testing.assert_allclose(sm[1], [0.0, 0.0, 1.0])
+    np.testing.assert_allclose(run_op("log_softmax", x)[0, :2], [-np.log(2)] * 2)
+    np.testing.assert_allclose(run_op("logsumexp", x[0]), 1000 + np.log(2))
+    x32 = np.array([100.0, 100.0], np.float32)
+    assert np.isfinite(run_op("logsumexp", x32))
+    assert run_op("logsumexp", np.array([-np.inf, -np.inf])) == -np.inf
+
+
+# -- shapes ------------------------------------------------------------------------------------
+def test_reshape():
+    x = arr((2, 3, 4))
+    np.testing.assert_array_equal(run_op("reshape", x, shape=(-1,)), x.reshape(-1))
+    np.testing.assert_array_equal(run_op("reshape", x, shape=(4, -1)), x.reshape(4, -1))
+    assert OPS["reshape"].type_call([ttype(x)], {"shape": (4, -1)})[0] == {"shape": (4, 6)}
+    with pytest.raises(TypeInferenceError, match=r"reshape: cannot reshape f64\[2, 3, 4\]"):
+        run_op("reshape", x, shape=(5, -1))
+    with pytest.raises(TypeInferenceError, match=r"reshape: cannot reshape .*into \(5, 5\)"):
+        run_op("reshape", x, shape=(5, 5))
+    with pytest.raises(TypeInferenceError, match="at most one -1"):
+        run_op("reshape", x, shape=(-1, -1))
+
+
+def test_permute_expand_squeeze_flip():
+    x = arr((2, 3, 4))
+    np.testing.assert_array_equal(run_op("permute_dims", x), x.T)
+    np.testing.assert_array_equal(run_op("permute_dims", x, axes=(1, -1, 0)),
+                                  np.transpose(x, (1, 2, 0)))
+    with pytest.raises(TypeInferenceError, match="not a permutation"):
+        run_op("permute_dims", x, axes=(0, 0, 1))
+    np.testing.assert_array_equal(run_op("expand_dims", x, axis=-1), x[..., None])
+    np.testing.assert_array_equal(run_op("expand_dims", x, axis=(0, 2)),
+                                  np.expand_dims(x, (0, 2)))
+    y = arr((1, 3, 1))
+    np.testing.assert_array_equal(run_op("squeeze", y), y.squeeze())
+    np.testing.assert_array_equal(run_op("squeeze", y, axis=-1), y.squeeze(-1))
+    with pytest.raises(TypeInferenceError, match=r"squeeze: axis 1 of f64\[1, 3, 1\] has size 3"):
+        run_op("squeeze", y, axis=1)
+    np.testing.assert_array_equal(run_op("flip", x, axis=(0, 2)), np.flip(x, (0, 2)))
+
+
+def test_broadcast_to_and_collapse_sum_to():
+    x = arr((3, 1))
+    np.testing.assert_array_equal(run_op("broadcast_to", x, shape=(2, 3, 4)),
+                                  np.broadcast_to(x, (2, 3, 4)))
+    with pytest.raises(TypeInferenceError, match=r"broadcast_to: cannot broadcast f64\[3, 1\]"):
+        run_op("broadcast_to", x, shape=(2, 4))
+    g = arr((2, 3, 4))
+    close(run_op("collapse_sum_to", g, shape=(3, 1)), g.sum(0).sum(-1, keepdims=True))
+    close(run_op("collapse_sum_to", g, shape=(4,)), g.sum((0, 1)))
+    close(run_op("collapse_sum_to", g, shape=()), g.sum())
+    gi = arr((2, 3), np.int32)
+    got = run_op("collapse_sum_to", gi, shape=(3,))
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, gi.sum(0))
+    with pytest.raises(TypeInferenceError, match="collapse_sum_to: shape"):
+        run_op("collapse_sum_to", g, shape=(2, 1, 1, 1))
+
+
+def test_concatenate_and_split():
+    a, b = arr((2, 3), np.float32), arr((2, 1), np.float64)
+    got = run_op("concatenate", a, b, axis=-1)
+    np.testing.assert_array_equal(got, np.concatenate([a, b], axis=1))
+    assert got.dtype == np.float64
+    with pytest.raises(TypeInferenceError, match=r"concatenate: shapes f32\[2, 3\], f64\[3, 1\]"):
+        run_op("concatenate", a, arr((3, 1)), axis=1)
+    x = arr((6, 2))
+    parts = run_op("split", x, indices_or_sections=3)
+    assert isinstance(parts, tuple) and len(parts) == 3
+    for got, want in zip(parts, np.split(x, 3)):
+        np.testing.assert_array_equal(got, want)
+    parts = run_op("split", x, indices_or_sections=(1, 4), axis=0)
+    assert [p.shape for p in parts] == [(1, 2), (3, 2), (2, 2)]
+    t = OPS["split"].type_call([ttype(x)], {"indices_or_sections": (1, 4)})[1]
+    assert t == TupleType([TensorType((1, 2), "f64"), TensorType((3, 2), "f64"),
+                           TensorType((2, 2), "f64")])
+    with pytest.raises(TypeInferenceError, match="does not split into 4 equal parts"):
+        run_op("split", x, indices_or_sections=4)
+
+
+def test_creation():
+    np.testing.assert_array_equal(run_op("zeros", shape=(2, 3)), np.zeros((2, 3)))
+    assert run_op("ones", shape=(2,), dtype="i32").dtype == np.int32
+    np.testing.assert_array_equal(run_op("full", shape=(2,), fill_value=3), [3, 3])
+    assert run_op("full", shape=(2,), fill_value=3).dtype == np.int64
+    assert run_op("full", shape=(2,), fill_value=2.5).dtype == np.float64
+    x = arr((2, 3), np.float32)
+    assert run_op("zeros_like", x).dtype == np.float32
+    np.testing.assert_array_equal(run_op("ones_like", x), np.ones_like(x))
+    np.testing.assert_array_equal(run_op("full_like", x, fill_value=7), np.full_like(x, 7))
+    for kwargs in [dict(stop=5), dict(start=1, stop=5.5, step=0.5), dict(start=5, stop=0, step=-1),
+                   dict(start=0.1, stop=0.35, step=0.1), dict(start=3, stop=1)]:
+        want = np.arange(kwargs.get("start", 0), kwargs["stop"], kwargs.get("step", 1))
+        got = run_op("arange", **kwargs)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+    with pytest.raises(TypeInferenceError, match="arange: bounds must be finite"):
+        run_op("arange", stop=np.inf)
+    with pytest.raises(TypeInferenceError, match="arange: step cannot be zero"):
+        run_op("arange", stop=3, step=0)
+
+
+def test_take_via_index():
+    import chainrule.numpy as cnp
+
+    x = arr((4, 5))
+    idx = np.array([3, 0, 3])
+    np.testing.assert_array_equal(cnp.take(x, idx, axis=1), np.take(x, idx, axis=1))
+    np.testing.assert_array_equal(cnp.take(x, idx), np.take(x, idx))
+    np.testing.assert_array_equal(cnp.take(x, idx, axis=-2), np.take(x, idx, axis=0))
+
+
+# -- indexing ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", range(len(INDEX_CASES)))
+def test_index_matches_numpy(case):
+    key, arrays = INDEX_CASES[case]
+    got = run_op("index", X, *arrays, key=key)
+    np.testing.assert_array_equal(got, X[python_key(key, arrays)])
+
+
+def test_non_adjacent_advanced_indices_go_first():
+    x = np.zeros((4, 5, 6, 7))
+    i = np.array([0, 1, 2])
+    t = OPS["index"].type_call([ttype(x), ttype(i), ttype(i)],
+                               {"key": (ArrayIndex(0), Slice(None, None, None), ArrayIndex(1))})
+    assert t[1].shape == (3, 5, 7) == x[i, :, i].shape
+    t = OPS["index"].type_call([ttype(x), ttype(i), ttype(i)],
+                               {"key": (Slice(None, None, None), ArrayIndex(0), ArrayIndex(1))})
+    assert t[1].shape == (4, 3, 7) == x[:, i, i].shape
+    t = OPS["index"].type_call([ttype(x), ttype(i)],
+                               {"key": (Slice(None, None, None), ArrayIndex(0), 1)})
+    assert t[1].shape == (4, 3, 7) == x[:, i, 1].shape
+    t = OPS["index"].type_call([ttype(x), ttype(i)],
+                               {"key": (ArrayIndex(0), Slice(None, None, None), 1)})
+    assert t[1].shape == (3, 5, 7) == x[i, :, 1].shape
+
+
+def test_index_key_canonical_form():
+    op = OPS["index"]
+    t = TensorType((10,), "f32")
+    assert op.type_call([t], {"key": (Slice(0, 10, 1),)})[0]["key"] == ()
+    assert op.type_call([t], {"key": (Slice(None, None, -1),)})[0]["key"] == (
+        Slice(None, None, -1),)
+    assert op.type_call([t], {"key": (-3,)})[0]["key"] == (7,)
+    assert op.type_call([t], {"key": (slice(2, 5),)})[0]["key"] == (Slice(2, 5, None),)
+
+
+def test_index_errors():
+    t = TensorType((3, 4), "f32")
+    op = OPS["index"]
+    with pytest.raises(TypeInferenceError, match=r"index: index 3 is out of bounds for axis 0"):
+        op.type_call([t], {"key": (3,)})
+    with pytest.raises(TypeInferenceError, match="too many indices"):
+        op.type_call([t], {"key": (0, 0, 0)})
+    with pytest.raises(TypeInferenceError, match="boolean mask"):
+        op.type_call([t, TensorType((3,), "bool")], {"key": (ArrayIndex(0),)})
+    with pytest.raises(TypeInferenceError, match="index arrays must be integers"):
+        op.type_call([t, TensorType((3,), "f32")], {"key": (ArrayIndex(0),)})
+    with pytest.raises(TypeInferenceError, match="only have one ellipsis"):
+        op.type_call([t], {"key": (Ellipsis, Ellipsis)})
+    with pytest.raises(TypeInferenceError, match="slice step cannot be zero"):
+        op.type_call([t], {"key": (Slice(None, None, 0),)})
+    with pytest.raises(TypeInferenceError, match="index: shapes do not broadcast"):
+        op.type_call([t, TensorType((2,), "i64"), TensorType((3,), "i64")],
+                     {"key": (ArrayIndex(0), ArrayIndex(1))})
+
+
+def test_index_add_repeated_indices_accumulate():
+    base = np.zeros((4, 3))
+    idx = np.array([0, 2, 0, 0])
+    g = np.arange(12.0).reshape(4, 3)
+    got = run_op("index_add", base, g, idx, key=(ArrayIndex(0),))
+    want = base.copy()
+    np.add.at(want, idx, g)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got[0], g[0] + g[2] + g[3])
+    np.testing.assert_array_equal(base, 0)  # not mutated
+    rows, cols = np.array([1, 1, 1]), np.array([2, 2, 0])
+    got = run_op("index_add", base, np.float64(1), rows, cols,
+                 key=(ArrayIndex(0), ArrayIndex(1)))
+    assert got[1, 2] == 2 and got[1, 0] == 1 and got.sum() == 3
+
+
+@pytest.mark.parametrize("case", range(len(INDEX_CASES)))
+def test_index_add_matches_add_at(case):
+    key, arrays = INDEX_CASES[case]
+    k = python_key(key, arrays)
+    g = arr(X[k].shape, np.float32)
+    got = run_op("index_add", X, g, *arrays, key=key)
+    want = X.copy()
+    np.add.at(want, k, g)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_index_add_value_must_broadcast():
+    with pytest.raises(TypeInferenceError, match=r"index_add: value of type f32\[4\]"):
+        OPS["index_add"].type_call([TensorType((3, 5), "f32"), TensorType((4,), "f32")],
+                                   {"key": (0,)})
+
+
+# -- matmul ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("a, b", [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
+                                  ((5, 2, 3), (3, 4)), ((5, 1, 2, 3), (4, 3, 2)),
+                                  ((3,), (2, 3, 4)), ((2, 1, 3), (3, 1))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_matmul(a, b, dtype):
+    x, y = arr(a, dtype), arr(b, dtype)
+    close(run_op("matmul", x, y), np.matmul(x, y), dtype)
+
+
+def test_matmul_errors():
+    op = OPS["matmul"]
+    with pytest.raises(TypeInferenceError, match=r"matmul: inner dimensions differ: f32\[2, 3\] "
+                                                 r"@ f32\[4, 5\]"):
+        op.type_call([TensorType((2, 3), "f32"), TensorType((4, 5), "f32")], {})
+    with pytest.raises(TypeInferenceError, match="rank >= 1"):
+        op.type_call([TensorType((), "f32"), TensorType((3,), "f32")], {})
+    with pytest.raises(TypeInferenceError, match="matmul: shapes do not broadcast"):
+        op.type_call([TensorType((2, 2, 3), "f32"), TensorType((4, 3, 1), "f32")], {})
+
+
+# -- errors name the op and the operand types --------------------------------------------------
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_shape_mismatch_message(name):
+    types = [TensorType((2, 3), "f32"), TensorType((4,), "f64")]
+    with pytest.raises(TypeInferenceError) as info:
+        OPS[name].type_call(types, {})
+    msg = str(info.value)
+    assert msg.startswith(f"{name}: ") and "f32[2, 3], f64[4]" in msg
+
+
+@pytest.mark.parametrize("name, types, fragment", [
+    ("negative", [TensorType((3,), "bool")], "negative: not defined on a bool operand (bool[3])"),
+    ("add", [TensorType((3,), "bool")] * 2, "add: not defined on bool operands"),
+    ("logical_and", [TensorType((3,), "f32")] * 2, "logical_and: needs bool operands"),
+    ("where", [TensorType((3,), "f32")] * 3, "where: the condition must be bool, got f32[3]"),
+    ("exp", [TensorType((3,), "f32")] * 2, "exp takes 1 operand(s), got 2"),
+    ("sum", [TensorType((3,), "f32")], "sum: unknown attribute(s) ['foo']"),
+    ("astype", [TensorType((3,), "f32")], "astype: missing attribute 'dtype'"),
+])
+def test_type_errors_name_op_and_operands(name, types, fragment):
+    attrs = {"foo": 1} if fragment.endswith("['foo']") else {}
+    with pytest.raises(TypeInferenceError) as info:
+        OPS[name].type_call(types, attrs)
+    assert fragment in str(info.value)
+
+
+def test_malformed_attributes_raise_type_inference_errors():
+    t = TensorType((2, 3), "f32")
+    bad = [("permute_dims", {"axes": 0}), ("split", {"indices_or_sections": ("a",)}),
+           ("split", {"indices_or_sections": ((0,),)}), ("arange", {"stop": "a"}),
+           ("reshape", {"shape": "a"}), ("expand_dims", {"axis": "a"}),
+           ("sum", {"keepdims": "yes"}), ("full_like", {"fill_value": "a"})]
+    for name, attrs in bad:
+        op = OPS[name]
+        types = [t] * (op.nargs if op.nargs is not None else 1)
+        with pytest.raises(TypeInferenceError, match=f"^{name}"):
+            op.type_call(types, attrs)
+
+
+def test_op_functions_compute_on_arrays_with_python_scalars():
+    x = np.ones(3, np.float32)
+    assert ops.multiply(x, 2.5).dtype == np.float32  # a Python float is weakly typed
+    assert ops.add(np.arange(3), 1.5).dtype == np.float64
+    assert ops.add(np.arange(3, dtype=np.int8), 1).dtype == np.int8
+    np.testing.assert_array_equal(ops.sum(np.arange(6).reshape(2, 3), axis=-1), [3, 12])
+    with pytest.raises(TypeInferenceError, match="add: shapes do not broadcast"):
+        ops.add(np.ones(3), np.ones(4))
+
+
+def test_binary_promotion_like_numpy():
+    # the type rule promotes exactly like NumPy, for every pair of numeric dtypes
+    dts = [np.bool_, np.int8, np.int32, np.int64, np.uint8, np.float16, np.float32, np.float64]
+    for d1, d2 in itertools.product(dts, dts):
+        a, b = np.ones(2, d1), np.ones(2, d2)
+        for name in ["maximum", "multiply", "divide", "equal"]:
+            try:
+                out = run_op(name, a, b)
+            except TypeInferenceError:
+                assert name == "multiply" and d1 == d2 == np.bool_
+                continue
+            if name in ("maximum", "multiply"):
+                assert out.dtype == np.result_type(d1, d2)
