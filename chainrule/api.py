@@ -49,9 +49,13 @@ def compile_function(module: Module, func: str):
 
 
 def _leaf_signature(x):
+    if isinstance(x, np.ndarray):
+        return (x.shape, x.dtype.str)
     if isinstance(x, Traced):
         return ("traced", x.var.type)
-    arr = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if hasattr(x, "_cr_value"):  # a tape tensor
+        return ("tensor", tuple(x.shape), np.dtype(x.dtype).str)
+    arr = np.asarray(x)
     return (arr.shape, arr.dtype.str)
 
 

@@ -385,15 +385,15 @@ def scan(f, init, xs, length=None, reverse=False):
         if not ys:
             raise TraceError("scan over zero steps needs a trace to know the output shapes")
         y_leaves, y_tree = zip(*[flatten(y) for y in ys])
-        stacked = [np.stack([np.asarray(ls[k]) for ls in y_leaves]) for k in range(
-            len(y_leaves[0]))]
+        # cnp.stack keeps tape tensors recorded (np.asarray would detach them)
+        stacked = [cnp_stack([ls[k] for ls in y_leaves]) for k in range(len(y_leaves[0]))]
         return carry, unflatten(y_tree[0], stacked)
     c_leaves, c_tree = flatten(init)
     nc = len(c_leaves)
     found = {}
 
     def step(i, carry):
-        x = unflatten(x_tree, [leaf[i] for leaf in x_leaves])
+        x = unflatten(x_tree, [cnp_getitem(leaf, i) for leaf in x_leaves])
         out = f(unflatten(c_tree, carry), x)
         if not (isinstance(out, tuple) and len(out) == 2):
             raise TraceError("scan: f must return a pair (carry, y)")
@@ -431,6 +431,18 @@ def scan(f, init, xs, length=None, reverse=False):
     names = ["t", *[f"carry{k}" for k in range(nc)], *[f"ys{k}" for k in range(len(bufs))]]
     out = emit_while(tr, init_leaves, cond_fn, body, names=names)
     return unflatten(c_tree, out[1:1 + nc]), unflatten(found["tree"], out[1 + nc:])
+
+
+def cnp_stack(values):
+    from .. import numpy as cnp
+
+    return cnp.stack(values)
+
+
+def cnp_getitem(x, i):
+    from .. import numpy as cnp
+
+    return cnp.getitem(x, i)
 
 
 def cnp_logical_not(c):

@@ -21,13 +21,13 @@ from .nodes import (
 from .op import OPS, REQUIRED, Op, get_op, register_op
 from .parser import parse, parse_type
 from .printer import print_module
-from .types import DType, FuncType, TensorType, TupleType, Type
+from .types import DType, FuncType, ListType, TensorType, TupleType, Type
 from .verify import verify
 from .visitor import Mutator, Visitor, free_vars
 
 __all__ = [
     "ArrayIndex", "Binding", "Block", "Builder", "Call", "Constant", "DType", "Expr",
-    "FuncType", "Function", "GlobalVar", "If", "Module", "Mutator", "OPS", "Op", "REQUIRED",
+    "FuncType", "Function", "GlobalVar", "If", "ListType", "Module", "Mutator", "OPS", "Op", "REQUIRED",
     "Slice", "TensorType", "Tuple", "TupleGetItem", "TupleType", "Type", "Var", "Visitor",
     "While", "free_vars", "get_op", "parse", "parse_type", "print_module", "register_op",
     "structural_equal", "verify",

@@ -26,7 +26,7 @@ from .indexing import ArrayIndex, Slice
 from .infer import arg_type
 from .nodes import Call, Constant, Function, GlobalVar, If, Module, Tuple, TupleGetItem, Var, While
 from .op import OPS
-from .types import DTYPES, DType, FuncType, TensorType, TupleType, Type
+from .types import DTYPES, DType, FuncType, ListType, TensorType, TupleType, Type
 
 SPECIAL_PARSE = {}  # reserved for ops whose text form is not a plain call
 
@@ -58,6 +58,8 @@ def parse_attr(node):
         return tuple(parse_attr(e) for e in node.elts)
     if isinstance(node, ast.Name) and node.id in DTYPES:
         return DType(node.id)
+    if isinstance(node, ast.Subscript):  # a type, e.g. elem=Callable[[f64], tuple[f64]]
+        return parse_type(node)
     raise _err(node, f"an attribute must be a literal (number, string, tuple, dtype), "
                      f"not {ast.unparse(node)!r}")
 
@@ -128,6 +130,8 @@ def parse_type(node, symbols=None) -> Type:
             if isinstance(sl, ast.Tuple) and not sl.elts:
                 return TupleType(())
             return TupleType(parse_type(e) for e in elts)
+        if head == "list":
+            return ListType(parse_type(sl))
         if head == "Callable":
             if not (isinstance(sl, ast.Tuple) and len(sl.elts) == 2
                     and isinstance(sl.elts[0], ast.List)):

@@ -26,7 +26,7 @@ from .nodes import (
     While,
 )
 from .op import OPS, Op
-from .types import DTYPES, DType
+from .types import DTYPES, DType, Type
 from .visitor import atoms_of, nested_blocks
 
 INLINE_CONSTANT_SIZE = 16  # larger constants are hoisted to module-level names
@@ -87,6 +87,8 @@ def format_attr(value) -> str:
         if len(value) == 1:
             return f"({format_attr(value[0])},)"
         return "(" + ", ".join(format_attr(v) for v in value) + ")"
+    if isinstance(value, Type):
+        return repr(value)
     raise ChainruleError(f"cannot print attribute value {value!r}")
 
 

@@ -176,6 +176,21 @@ def is_float_tensor(t: Type) -> bool:
     return isinstance(t, TensorType) and t.dtype.is_float
 
 
+@dataclass(frozen=True, slots=True)
+class ListType(Type):
+    """A stack of values of one type (what reverse mode saves per loop iteration)."""
+
+    elem: Type
+
+    def __init__(self, elem):
+        if not isinstance(elem, Type):
+            raise ChainruleError(f"a list holds values of a type, not {elem!r}")
+        object.__setattr__(self, "elem", elem)
+
+    def __repr__(self) -> str:
+        return f"list[{self.elem!r}]"
+
+
 def has_float(t: Type) -> bool:
     """True when a value of this type carries a differentiable (float) part."""
     if isinstance(t, TensorType):

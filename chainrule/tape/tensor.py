@@ -140,6 +140,12 @@ class Tensor(ArrayMethods):
         return int(self.value())
 
     def __array__(self, dtype=None, copy=None):
+        if self.requires_grad and MODE.grad_enabled:
+            # a silent conversion would cut the graph and give wrong gradients
+            raise ChainruleError(
+                "converting a tensor that requires grad to a NumPy array would detach it "
+                "from the tape; use chainrule.numpy functions on it, or .detach() / "
+                ".value() if the gradient should not flow")
         v = self.value()
         return v if dtype is None else v.astype(dtype)
 

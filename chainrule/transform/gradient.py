@@ -28,6 +28,8 @@ def main_adjoint(x: f32[5, 5], y: f32[5, 5]) -> tuple[f32, tuple[f32[5, 5], f32[
 
 from __future__ import annotations
 
+from collections import ChainMap
+
 from ..errors import GradientError, NoRuleError
 from ..frontend.tracer import Trace, Traced
 from ..ir.builder import Builder
@@ -97,6 +99,8 @@ class _Context:
         self.module = module
         self.generated: dict[str, Function] = {}
         self.types: dict[str, FuncType] = {}
+        self.forward_vars: set[Var] = set()  # copies of forward values: never renamed
+        self.named: set[Var] = set()  # variables already named as someone's adjoint
 
     def vjp_name(self, name: str) -> str:
         vname = f"{name}_vjp"
@@ -108,70 +112,109 @@ class _Context:
             self.generated[vname] = build_vjp_function(self, name)
         return vname
 
+    def new_trace(self, n_bindings: int) -> Trace:
+        trace = Trace()
+        trace.builder = Builder(self.module)
+        trace.builder.extra_globals = self.types
+        # fresh temporaries are numbered past the forward's, so names rarely collide
+        trace.builder._counter = n_bindings
+        return trace
+
+
+# forward rewrites of relevant bindings holding control flow (gradient_control.py)
+FORWARD_REWRITES: dict = {}
+
 
 class _Sweep:
-    """One function differentiated: the forward copy, then the reverse sweep."""
+    """One block differentiated: its forward copy, then its reverse sweep.
 
-    def __init__(self, ctx: _Context, fn: Function, sources, targets):
+    ``inputs`` are the old variables whose adjoints the sweep returns (a
+    function's parameters, or the free variables of a branch or loop body).
+    Nested sweeps (branches, loop bodies) share the trace and the copy's
+    substitution of their parent.
+    """
+
+    def __init__(self, ctx: _Context, bindings, result, inputs, sources, targets,
+                 trace: Trace | None = None, parent: _Sweep | None = None):
         self.ctx = ctx
-        self.fn = fn
-        self.trace = Trace()
-        self.trace.builder = Builder(ctx.module)
-        self.trace.builder.extra_globals = ctx.types
-        # fresh temporaries are numbered past the forward's, so names rarely collide
-        self.trace.builder._counter = len(fn.body.bindings)
+        self.bindings = list(bindings)
+        self.result = result
+        self.inputs = list(inputs)
+        self.trace = trace or ctx.new_trace(len(self.bindings))
         self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
-        self.relevant = relevant_vars(fn.body.bindings, sources, targets)
+        self.relevant = relevant_vars(self.bindings, sources, targets)
         self.pullbacks: dict[Var, Var] = {}
-        missing = missing_rules(fn.body.bindings, self.relevant)
+        self.extra: dict[Var, object] = {}  # per-binding data for backward handlers
+        self.parent = parent
+        missing = missing_rules(self.bindings, self.relevant)
         if missing:
             raise NoRuleError("no VJP rule for: " + "; ".join(missing) +
                               " (register one with chainrule.rules.register_vjp)")
+        self.copy = self._make_copy()
 
     def wants(self, v: Var) -> bool:
         return v in self.relevant
 
     # forward -------------------------------------------------------------------------
-    def forward(self, params) -> object:
-        """Copy the forward bindings; relevant calls of module functions become vjp calls."""
+    def _make_copy(self) -> Mutator:
         sweep = self
 
         class Copy(Mutator):
             def rewrite(self, binding):
                 v = binding.value
-                if (binding.var in sweep.relevant and isinstance(v, Call)
-                        and isinstance(v.callee, GlobalVar)):
-                    vname = sweep.ctx.vjp_name(v.callee.name)
-                    pair = sweep.b.emit(Call(GlobalVar(vname), [self.atom(a) for a in v.args]),
-                                        f"{binding.var.name}_vjp")
-                    sweep.pullbacks[binding.var] = sweep.b.emit(
-                        TupleGetItem(pair, 1), f"{binding.var.name}_pullback")
-                    return TupleGetItem(pair, 0)
-                if (binding.var in sweep.relevant and isinstance(v, Call)
-                        and isinstance(v.callee, Var)):
-                    raise GradientError(
-                        f"{binding.var.name}: differentiating calls of local function values "
-                        f"({v.callee.name}) is not supported yet; define it at module level")
+                if binding.var in sweep.relevant:
+                    special = FORWARD_REWRITES.get(type(v))
+                    if special is not None:
+                        return special(sweep, binding)
+                    if isinstance(v, Call) and isinstance(v.callee, GlobalVar):
+                        vname = sweep.ctx.vjp_name(v.callee.name)
+                        pair = sweep.b.emit(Call(GlobalVar(vname),
+                                                 [self.atom(a) for a in v.args]),
+                                            f"{binding.var.name}_vjp")
+                        sweep.pullbacks[binding.var] = sweep.b.emit(
+                            TupleGetItem(pair, 1), f"{binding.var.name}_pullback")
+                        return TupleGetItem(pair, 0)
+                    if isinstance(v, Call) and isinstance(v.callee, Var):
+                        raise GradientError(
+                            f"{binding.var.name}: differentiating calls of local function "
+                            f"values ({v.callee.name}) is not supported yet; define it at "
+                            f"module level")
                 return super().rewrite(binding)
 
-        self.copy = Copy(self.ctx.module)
-        self.copy.builder = self.b
-        for old, new in zip(self.fn.params, params):
+        copy = Copy(self.ctx.module)
+        copy.builder = self.b
+        if self.parent is not None:
+            self.local = {}
+            copy.subst = ChainMap(self.local, self.parent.copy.subst)
+        else:
+            self.local = copy.subst
+        return copy
+
+    def bind_inputs(self, new_inputs) -> None:
+        for old, new in zip(self.inputs, new_inputs):
             self.copy.subst[old] = new
-        self.copy.emit_bindings(self.fn.body.bindings)
-        return self.copy.atom(self.fn.body.result)
+
+    def forward(self, bindings=None):
+        """Copy bindings (default: all) into the current block; returns the new result."""
+        self.copy.emit_bindings(self.bindings if bindings is None else bindings)
+        self.ctx.forward_vars.update(v for v in self.local.values() if isinstance(v, Var))
+        return self.copy.atom(self.result)
 
     def new(self, atom):
         return self.copy.atom(atom)
 
     # backward ------------------------------------------------------------------------
+    def seed(self, msg) -> None:
+        """Start the reverse sweep with ``msg`` as the cotangent of the result."""
+        self.adj.accumulate(self.result, msg, self.wants)
+
     def backward(self, keep: set[Var] = frozenset()) -> dict[Var, object]:
         """Sweep the bindings in reverse; returns the adjoint messages of ``keep``
-        (required intermediate variables) and of the parameters."""
+        (required intermediate variables) and of the inputs."""
         adj = self.adj
         found = {}
-        for binding in reversed(self.fn.body.bindings):
+        for binding in reversed(self.bindings):
             v = binding.var
             msg = adj.msgs.pop(v, None)
             if msg is None or v not in self.relevant:
@@ -183,9 +226,9 @@ class _Sweep:
             handler = _BACKWARD.get(type(binding.value))
             if handler is None:
                 raise GradientError(f"{v.name}: reverse mode through "
-                                    f"{type(binding.value).__name__} is not supported yet")
+                                    f"{type(binding.value).__name__} is not supported")
             handler(self, binding, msg)
-        for p in self.fn.params:
+        for p in self.inputs:
             msg = adj.msgs.pop(p, None)
             if msg is not None and isinstance(p.type, TensorType):
                 msg = self.name_adjoint(p, msg)
@@ -195,29 +238,14 @@ class _Sweep:
     def name_adjoint(self, v: Var, msg):
         """Bind the adjoint of ``v`` to a variable named ``<v>_adjoint`` (one per adjoint)."""
         name = f"{self.new(v).name}_adjoint"
-        if isinstance(msg, Var) and msg not in self.named and self._emitted_here(msg):
+        ctx = self.ctx
+        if isinstance(msg, Var) and msg not in ctx.named and msg not in ctx.forward_vars:
             msg.name = name
-            self.named.add(msg)
+            ctx.named.add(msg)
             return msg
         var = self.b.emit(msg, name)
-        self.named.add(var)
+        ctx.named.add(var)
         return var
-
-    def _emitted_here(self, var: Var) -> bool:
-        return var in self.backward_vars()
-
-    def backward_vars(self):
-        # variables bound since the backward sweep began: only those may be renamed
-        bindings = self.b.bindings
-        if len(bindings) != self._seen:
-            self._backward.update(b.var for b in bindings[self._seen:])
-            self._seen = len(bindings)
-        return self._backward
-
-    def start_backward(self):
-        self.named: set[Var] = set()
-        self._seen = len(self.b.bindings)
-        self._backward: set[Var] = set()
 
 
 # -- backward handlers, one per binding kind --------------------------------------------
@@ -303,18 +331,20 @@ def build_vjp_function(ctx: _Context, name: str) -> Function:
     returns the adjoints of the float parameters; the pullback is a closure
     over the forward values it needs."""
     fn = ctx.module[name]
-    sweep = _Sweep(ctx, fn, float_params(fn), _flat_vars(fn.body.result))
+    floats = float_params(fn)
+    sweep = _Sweep(ctx, fn.body.bindings, fn.body.result, fn.params, floats,
+                   _flat_vars(fn.body.result))
     params = [Var(p.name, p.type) for p in fn.params]
-    sweep.trace.builder.params = list(params)
-    result = sweep.forward(params)
+    sweep.b.params = list(params)
+    sweep.bind_inputs(params)
+    result = sweep.forward()
     sweep.b.begin_block()
     dresult = Var(f"{name}_cotangent", fn.ret_type)
-    sweep.start_backward()
-    sweep.adj.accumulate(fn.body.result, dresult, sweep.wants)
+    sweep.seed(dresult)
     found = sweep.backward()
-    outs = [sweep.adj.materialize(found[p], p.type) for p in float_params(fn)]
+    outs = [sweep.adj.materialize(found[p], p.type) for p in floats]
     body = sweep.b.end_block(Tuple(outs))
-    ptype = FuncType([fn.ret_type], TupleType([p.type for p in float_params(fn)]))
+    ptype = FuncType([fn.ret_type], TupleType([p.type for p in floats]))
     pullback = sweep.b.emit(Function([dresult], body, ptype.ret), f"{name}_pullback")
     return sweep.b.finish_function(Tuple([result, pullback]))
 
@@ -386,20 +416,21 @@ def gradient(module: Module, func: str = "main", require_grads=None, target_inde
                     f"gradient of {func}: {v.name} has type {v.type!r}; integer and bool "
                     f"values have no gradient")
     ctx = _Context(module)
-    sweep = _Sweep(ctx, fn, wanted, _flat_vars(result))
+    sweep = _Sweep(ctx, fn.body.bindings, result, fn.params, wanted, _flat_vars(result))
     params = [Var(p.name, p.type) for p in fn.params]
     sweep.b.params = list(params)
-    new_result = sweep.forward(params)
-    sweep.start_backward()
+    sweep.bind_inputs(params)
+    new_result = sweep.forward()
     if sens:
         seed = sweep.b.param("cotangent", ttype)
+        ctx.forward_vars.add(seed)  # a parameter of the interface: keep its name
     else:
         seed = sweep.b.call(get_op("ones"), [], {"shape": (), "dtype": ttype.dtype})
     if target_index is not None:
         parts = [None] * len(rtype.fields)
         parts[target_index] = seed
         seed = tuple(parts)
-    sweep.adj.accumulate(result, seed, sweep.wants)
+    sweep.seed(seed)
     found = sweep.backward(set(wanted))
     adjoints = []
     for v in wanted:
@@ -423,3 +454,6 @@ def vjp_module(module: Module, func: str = "main") -> Module:
     funcs = dict(module.functions)
     funcs.update(ctx.generated)
     return Module(funcs, module.meta)
+
+
+from . import gradient_control  # noqa: E402,F401  (registers If/While handlers)

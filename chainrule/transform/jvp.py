@@ -18,10 +18,12 @@ from ..ir.nodes import (
     Constant,
     Function,
     GlobalVar,
+    If,
     Module,
     Tuple,
     TupleGetItem,
     Var,
+    While,
 )
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, has_float
@@ -53,6 +55,17 @@ class _Context:
         return jname
 
 
+def _all_bindings(block):
+    from ..ir.visitor import nested_blocks
+
+    stack = [block]
+    while stack:
+        blk = stack.pop()
+        for b in blk.bindings:
+            yield b
+            stack.extend(nested_blocks(b.value))
+
+
 class _ForwardSweep:
     def __init__(self, ctx: _Context, fn: Function):
         self.ctx = ctx
@@ -63,7 +76,7 @@ class _ForwardSweep:
         self.b._counter = len(fn.body.bindings)
         self.adj = Adjoints(self.trace)
         self.tangents: dict[Var, object] = {}
-        missing = sorted({b.value.callee.name for b in fn.body.bindings
+        missing = sorted({b.value.callee.name for b in _all_bindings(fn.body)
                           if isinstance(b.value, Call) and isinstance(b.value.callee, Op)
                           and b.value.callee.name not in JVP
                           and b.value.callee.name not in NONDIFFERENTIABLE})
@@ -90,15 +103,23 @@ class _ForwardSweep:
             copy.subst[old] = new
         for p, d in zip([p for p in fn.params if has_float(p.type)], dots):
             self.tangents[p] = d
-        for binding in fn.body.bindings:
-            handler = _FORWARD.get(type(binding.value))
-            if handler is None:
-                raise GradientError(f"{binding.var.name}: forward mode through "
-                                    f"{type(binding.value).__name__} is not supported yet")
-            handler(self, binding)
+        self.bindings(fn.body.bindings)
         result = copy.atom(fn.body.result)
         dresult = self.adj.materialize(self.new_tangent(fn.body.result), fn.ret_type)
         return b.finish_function(Tuple([result, dresult]))
+
+    def bindings(self, bindings) -> None:
+        for binding in bindings:
+            handler = _FORWARD.get(type(binding.value))
+            if handler is None:
+                raise GradientError(f"{binding.var.name}: forward mode through "
+                                    f"{type(binding.value).__name__} is not supported")
+            handler(self, binding)
+
+    def has_tangent_inputs(self, blocks, bound=()) -> bool:
+        from .gradient_control import block_free_vars
+
+        return any(v in self.tangents for v in block_free_vars(blocks, bound))
 
     def new_tangent(self, atom):
         return self.tangent(atom)
@@ -193,7 +214,73 @@ def _assign_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     sweep.set_tangent(binding.var, sweep.tangent(binding.value), new)
 
 
+def _if_forward(sweep: _ForwardSweep, binding: Binding) -> None:
+    """Each branch computes its result and the result's tangent."""
+    node: If = binding.value
+    if not sweep.has_tangent_inputs([node.then_block, node.else_block]):
+        sweep.copy_binding(binding)
+        return
+    b, t = sweep.b, binding.var.type
+    blocks = []
+    for block in (node.then_block, node.else_block):
+        b.begin_block()
+        sweep.bindings(block.bindings)
+        res = sweep.copy.atom(block.result)
+        dres = sweep.adj.materialize(sweep.tangent(block.result), t)
+        blocks.append(b.end_block(Tuple([res, dres])))
+    pair = b.emit(If(sweep.copy.atom(node.cond), *blocks), f"{binding.var.name}_pair")
+    new = b.emit(TupleGetItem(pair, 0), binding.var.name)
+    sweep.copy.subst[binding.var] = new
+    sweep.tangents[binding.var] = b.emit(TupleGetItem(pair, 1), f"{binding.var.name}_dot")
+
+
+def _while_forward(sweep: _ForwardSweep, binding: Binding) -> None:
+    """The loop carries the tangents of its float loop variables too."""
+    node: While = binding.value
+    lvs = list(node.loop_vars)
+    init_tangents = [sweep.tangent(i) for i in node.init]
+    if all(t is None for t in init_tangents) and not sweep.has_tangent_inputs(
+            [node.cond, node.body], lvs):
+        sweep.copy_binding(binding)
+        return
+    b, adj = sweep.b, sweep.adj
+    floats = [v for v in lvs if has_float(v.type)]
+    new_lvs = [Var(v.name, v.type) for v in lvs]
+    dots = [Var(f"{v.name}_dot", v.type) for v in floats]
+    for old, new in zip(lvs, new_lvs):
+        sweep.copy.subst[old] = new
+    for old, d in zip(floats, dots):
+        sweep.tangents[old] = d
+    init = [sweep.copy.atom(i) for i in node.init]
+    dinit = [adj.materialize(t, v.type) for t, v in zip(init_tangents, lvs) if has_float(v.type)]
+    b.begin_block()
+    sweep.bindings(node.cond.bindings)
+    cond = b.end_block(sweep.copy.atom(node.cond.result))
+    b.begin_block()
+    sweep.bindings(node.body.bindings)
+    res = node.body.result
+    parts = list(res.fields) if isinstance(res, Tuple) and len(lvs) > 1 else (
+        [res] if len(lvs) == 1 else list(adj.split(res, node.result_type)))
+    nxt = [sweep.copy.atom(p) for p in parts]
+    dnxt = [adj.materialize(sweep.tangent(p), v.type) for p, v in zip(parts, lvs)
+            if has_float(v.type)]
+    body = b.end_block(Tuple(nxt + dnxt))
+    loop = b.emit(While(new_lvs + dots, init + dinit, cond, body), f"{binding.var.name}_loop")
+    finals = [b.emit(TupleGetItem(loop, i), v.name) for i, v in enumerate(lvs)]
+    tangents = {v: b.emit(TupleGetItem(loop, len(lvs) + k), f"{v.name}_dot")
+                for k, v in enumerate(floats)}
+    full = [tangents.get(v) for v in lvs]
+    if len(lvs) == 1:
+        sweep.copy.subst[binding.var] = finals[0]
+        sweep.tangents[binding.var] = full[0]
+    else:
+        sweep.copy.subst[binding.var] = b.emit(Tuple(finals), binding.var.name)
+        sweep.tangents[binding.var] = tuple(full)
+
+
 _FORWARD = {
+    If: _if_forward,
+    While: _while_forward,
     Call: _call_forward,
     Tuple: _tuple_forward,
     TupleGetItem: _getitem_forward,

@@ -1,0 +1,305 @@
+"""Reverse and forward mode through compiled control flow (issue 6): If, While,
+for loops, break, nested loops; against finite differences, the unrolled
+computation, and each other."""
+
+import numpy as np
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as cnp
+from chainrule.ir import OPS, ListType, TensorType
+from chainrule.testing import check_grads
+from chainrule.transform.gradient import gradient
+from chainrule.transform.jvp import jvp as jvp_pass
+
+
+@cr.script
+def slang(a, b):
+    if a > 0:
+        return a + b + 2 * a * b
+    else:
+        return cnp.sqrt(-a)
+
+
+@pytest.mark.parametrize("a", [2.0, -4.0])
+def test_slang_example_both_branches(a):
+    b = 3.0
+    ga, gb = cr.grad(slang, argnums=(0, 1))(a, b)
+    if a > 0:
+        assert (ga, gb) == (pytest.approx(1 + 2 * b), pytest.approx(1 + 2 * a))
+    else:
+        assert ga == pytest.approx(-1 / (2 * np.sqrt(-a)))
+        assert gb == 0.0
+    check_grads(slang, (np.float64(a), np.float64(b)), modes=("fwd", "rev"))
+
+
+@cr.script
+def newton(x, a):
+    while cnp.abs(x * x - a) > 1e-12:
+        x = x - (x * x - a) / (2 * x)
+    return x
+
+
+def test_newton_square_root_derivative():
+    for a in (2.0, 9.0, 0.5):
+        g = cr.grad(newton, argnums=1)(1.0, a)
+        assert g == pytest.approx(1 / (2 * np.sqrt(a)), rel=1e-10)
+        _, t = cr.jvp(newton, (1.0, a), (0.0, 1.0))
+        assert t == pytest.approx(1 / (2 * np.sqrt(a)), rel=1e-10)
+
+
+def _step_loop(W, x):
+    return cr.fori_loop(0, 100, lambda i, x: x - 0.1 * cnp.tanh(x @ W), x)
+
+
+def _step_unrolled(W, x):
+    for _ in range(100):
+        x = x - 0.1 * cnp.tanh(x @ W)
+    return x
+
+
+@cr.script
+def step_script(W, x):
+    for i in range(100):
+        x = x - 0.1 * cnp.tanh(x @ W)
+    return x
+
+
+@pytest.fixture
+def wx():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(4, 4)) * 0.5, rng.normal(size=(3, 4))
+
+
+@pytest.mark.parametrize("loop", [_step_loop, step_script], ids=["fori_loop", "script_for"])
+def test_hundred_step_loop_matches_unrolled(wx, loop):
+    W, x = wx
+    loss = lambda f: (lambda W, x: cnp.sum(f(W, x) ** 2))
+    for argnums in (0, 1):
+        got = cr.grad(loss(loop), argnums=argnums)(W, x)
+        want = cr.grad(loss(_step_unrolled), argnums=argnums)(W, x)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    V = np.ones_like(W)
+    np.testing.assert_allclose(cr.jvp(lambda W: loop(W, x), (W,), (V,))[1],
+                               cr.jvp(lambda W: _step_unrolled(W, x), (W,), (V,))[1],
+                               rtol=1e-10, atol=1e-12)
+    check_grads(lambda W: loop(W, x), (W,), modes=("fwd", "rev"))
+
+
+def test_rnn_with_scan(wx):
+    W, _ = wx
+    rng = np.random.default_rng(1)
+    xs, h0 = rng.normal(size=(7, 2, 4)), rng.normal(size=(2, 4))
+
+    def rnn(W, h0):
+        h, hs = cr.scan(lambda h, x: (cnp.tanh(h @ W + x),) * 2, h0, xs)
+        return cnp.sum(hs ** 2) + cnp.sum(h)
+
+    def unrolled(W, h):
+        total = 0.0
+        for t in range(xs.shape[0]):
+            h = cnp.tanh(h @ W + xs[t])
+            total = total + cnp.sum(h ** 2)
+        return total + cnp.sum(h)
+
+    np.testing.assert_allclose(cr.grad(rnn)(W, h0), cr.grad(unrolled)(W, h0), rtol=1e-10)
+    check_grads(rnn, (W, h0), modes=("fwd", "rev"))
+
+
+@cr.script
+def break_loop(x, limit):
+    total = x * 0.0
+    for i in range(50):
+        total = total + cnp.sin(x * i)
+        if cnp.sum(total) > limit:
+            break
+    return cnp.sum(total * x)
+
+
+def test_loop_with_break():
+    x = np.array([0.3, 0.7])
+    check_grads(lambda x: break_loop(x, 2.0), (x,), modes=("fwd", "rev"))
+
+
+@cr.script
+def nested(x):
+    acc = x * 0.0
+    for i in range(3):
+        y = x
+        for j in range(4):
+            y = cnp.tanh(y * 1.1 + acc)
+        acc = acc + y
+    return cnp.sum(acc ** 2)
+
+
+def test_nested_loops_and_loop_in_branch():
+    x = np.array([0.2, -0.4, 0.9])
+    check_grads(nested, (x,), modes=("fwd", "rev"))
+
+    @cr.script
+    def branchy(x):
+        if cnp.sum(x) > 0:
+            for i in range(3):
+                x = x * cnp.cos(x)
+        else:
+            x = x * 2.0
+        return cnp.sum(x)
+
+    check_grads(branchy, (x,), modes=("fwd", "rev"))
+    check_grads(branchy, (-x,), modes=("fwd", "rev"))
+
+
+IF_TEXT = """
+def f(a: f64, b: f64) -> f64:
+    c = greater(a, 0.0)
+    if c:
+        t = multiply(a, b)
+        r = t
+    else:
+        s = sin(a)
+        r = s
+    return r
+"""
+
+IF_ADJOINT = """\
+def f_adjoint(a: f64, b: f64) -> tuple[f64, tuple[f64, f64]]:
+    c = greater(a, 0.0)
+    if c:
+        t = multiply(a, b)
+        def r_ct_pullback(t_adjoint: f64) -> tuple[f64, f64]:
+            a_adjoint = multiply(t_adjoint, b)
+            b_adjoint = multiply(t_adjoint, a)
+            return (a_adjoint, b_adjoint)
+        r_branch = (t, r_ct_pullback)
+    else:
+        s = sin(a)
+        def r_ct_pullback_1(s_adjoint: f64) -> tuple[f64, f64]:
+            lv4 = cos(a)
+            a_adjoint_1 = multiply(s_adjoint, lv4)
+            lv6 = zeros(shape=(), dtype=f64)
+            return (a_adjoint_1, lv6)
+        r_branch = (s, r_ct_pullback_1)
+    r_pullback = r_branch[1]
+    r = r_branch[0]
+    r_adjoint = ones(shape=(), dtype=f64)
+    r_dfree = r_pullback(r_adjoint)
+    a_adjoint_2 = r_dfree[0]
+    b_adjoint_1 = r_dfree[1]
+    return (r, (a_adjoint_2, b_adjoint_1))
+"""
+
+WHILE_TEXT = """
+def f(x0: f64, w: f64) -> f64:
+    n0 = 0
+    x, n = x0, n0
+    while True:
+        c = less(n, 3)
+        if not c:
+            break
+        y = multiply(x, w)
+        z = tanh(y)
+        m = add(n, 1)
+        x, n = z, m
+    r = (x, n)
+    out = r[0]
+    return out
+"""
+
+WHILE_ADJOINT = """\
+def f_adjoint(x0: f64, w: f64) -> tuple[f64, tuple[f64, f64]]:
+    n0 = 0
+    r_tape = stack_empty(elem=Callable[[tuple[f64, i64]], tuple[f64, f64]])
+    x, n, r_stack = x0, n0, r_tape
+    while True:
+        c = less(n, 3)
+        if not c:
+            break
+        y = multiply(x, w)
+        z = tanh(y)
+        m = add(n, 1)
+        def r_ct_pullback(r_ct: tuple[f64, i64]) -> tuple[f64, f64]:
+            z_adjoint = r_ct[0]
+            lv4 = r_ct[1]
+            lv5 = multiply(z, z)
+            lv6 = subtract(1.0, lv5)
+            y_adjoint = multiply(z_adjoint, lv6)
+            x_adjoint = multiply(y_adjoint, w)
+            w_adjoint = multiply(y_adjoint, x)
+            return (x_adjoint, w_adjoint)
+        r_stack_1 = stack_push(r_stack, r_ct_pullback)
+        x, n, r_stack = z, m, r_stack_1
+    r_loop = (x, n, r_stack)
+    r_tape_1 = r_loop[2]
+    x_1 = r_loop[0]
+    n_1 = r_loop[1]
+    r = (x_1, n_1)
+    out = r[0]
+    out_adjoint = ones(shape=(), dtype=f64)
+    lv11 = zeros(shape=(), dtype=i64)
+    lv12 = zeros(shape=(), dtype=f64)
+    lv13 = zeros(shape=(), dtype=i64)
+    r_tape_2, r_ct_1, w_acc = r_tape_1, (out_adjoint, lv11), lv12
+    while True:
+        r_more = stack_nonempty(r_tape_2)
+        if not r_more:
+            break
+        r_top = stack_pop(r_tape_2)
+        r_pullback = r_top[0]
+        r_rest = r_top[1]
+        r_d = r_pullback(r_ct_1)
+        lv14 = r_d[0]
+        lv15 = r_d[1]
+        lv16 = add(w_acc, lv15)
+        r_tape_2, r_ct_1, w_acc = r_rest, (lv14, lv13), lv16
+    r_reverse = (r_tape_2, r_ct_1, w_acc)
+    r_dinit = r_reverse[1]
+    x0_adjoint = r_dinit[0]
+    lv18 = r_dinit[1]
+    w_adjoint_1 = r_reverse[2]
+    return (out, (x0_adjoint, w_adjoint_1))
+"""
+
+
+@pytest.mark.parametrize("before,after", [(IF_TEXT, IF_ADJOINT), (WHILE_TEXT, WHILE_ADJOINT)],
+                         ids=["if", "while"])
+def test_golden_control_flow_gradients(before, after):
+    m = cr.parse(before)
+    g = gradient(m, "f")
+    cr.verify(g)
+    text = str(g)
+    assert text.split("\n\n", 1)[1] == after
+    assert cr.parse(text) == g
+    # the adjoint's values against finite differences
+    fn = lambda a, b: cr.run(m, a, b)
+    for a, b in ((0.7, 1.3), (-0.4, 2.0)):
+        _, grads = cr.run(g, a, b, func="f_adjoint")
+        eps = 1e-6
+        num = ((fn(a + eps, b) - fn(a - eps, b)) / (2 * eps),
+               (fn(a, b + eps) - fn(a, b - eps)) / (2 * eps))
+        np.testing.assert_allclose(grads, num, rtol=1e-7, atol=1e-9)
+    jm = jvp_pass(m, "f")
+    cr.verify(jm)
+    assert cr.parse(str(jm)) == jm
+
+
+def test_hundred_thousand_iterations():
+    f = lambda x: cr.fori_loop(0, 100_000, lambda i, x: x * 0.99999 + 0.00001, x)
+    g = cr.grad(lambda x: cnp.sum(f(x)))(np.array([1.0]))
+    np.testing.assert_allclose(g, [0.99999 ** 100_000], rtol=1e-9)
+
+
+def test_stack_ops():
+    push, pop, more = OPS["stack_push"].kernel, OPS["stack_pop"].kernel, OPS[
+        "stack_nonempty"].kernel
+    s = OPS["stack_empty"].kernel(elem=TensorType((), "f64"))
+    for v in (1.0, 2.0, 3.0):
+        s = push(s, v)
+    out = []
+    while more(s):
+        top, s = pop(s)
+        out.append(top)
+    assert out == [3.0, 2.0, 1.0]
+    t = TensorType((), "f64")
+    _, lt = OPS["stack_empty"].type_call([], {"elem": t})
+    assert lt == ListType(t)
+    assert OPS["stack_pop"].type_call([lt], {})[1].fields == (t, lt)
