@@ -60,7 +60,7 @@ def _step_unrolled(W, x):
 
 @cr.script
 def step_script(W, x):
-    for i in range(100):
+    for i in range(100):  # noqa: B007
         x = x - 0.1 * cnp.tanh(x @ W)
     return x
 
@@ -124,9 +124,9 @@ def test_loop_with_break():
 @cr.script
 def nested(x):
     acc = x * 0.0
-    for i in range(3):
+    for i in range(3):  # noqa: B007
         y = x
-        for j in range(4):
+        for j in range(4):  # noqa: B007
             y = cnp.tanh(y * 1.1 + acc)
         acc = acc + y
     return cnp.sum(acc ** 2)
@@ -139,7 +139,7 @@ def test_nested_loops_and_loop_in_branch():
     @cr.script
     def branchy(x):
         if cnp.sum(x) > 0:
-            for i in range(3):
+            for i in range(3):  # noqa: B007
                 x = x * cnp.cos(x)
         else:
             x = x * 2.0

@@ -27,8 +27,8 @@ from .visitor import Mutator, Visitor, free_vars
 
 __all__ = [
     "ArrayIndex", "Binding", "Block", "Builder", "Call", "Constant", "DType", "Expr",
-    "FuncType", "Function", "GlobalVar", "If", "ListType", "Module", "Mutator", "OPS", "Op", "REQUIRED",
-    "Slice", "TensorType", "Tuple", "TupleGetItem", "TupleType", "Type", "Var", "Visitor",
-    "While", "free_vars", "get_op", "parse", "parse_type", "print_module", "register_op",
-    "structural_equal", "verify",
+    "FuncType", "Function", "GlobalVar", "If", "ListType", "Module", "Mutator", "OPS", "Op",
+    "REQUIRED", "Slice", "TensorType", "Tuple", "TupleGetItem", "TupleType", "Type", "Var",
+    "Visitor", "While", "free_vars", "get_op", "parse", "parse_type", "print_module",
+    "register_op", "structural_equal", "verify",
 ]
