@@ -4,7 +4,7 @@ Each op function computes on NumPy arrays, emits IR on traced values and
 records on tape tensors.
 """
 
-from . import elementwise, indexing, linalg, nn, reduction, shape, stack
+from . import elementwise, indexing, linalg, nn, reduction, shape, stack  # noqa: F401
 from .common import apply, evaluate
 from .elementwise import *  # noqa: F403
 from .indexing import index, index_add
