@@ -13,7 +13,12 @@ import functools
 
 import numpy as np
 
-from .errors import ChainruleError, ConcretizationError, GradientError
+from .errors import (
+    ChainruleError,
+    CompiledHigherOrderError,
+    ConcretizationError,
+    GradientError,
+)
 from .frontend.tracer import Trace, Traced, current_trace, trace_function
 from .ir.nodes import Module, Tuple, Var
 from .ir.types import TensorType, has_float
@@ -159,10 +164,14 @@ class _Transform:
         return entry, leaves
 
     def __call__(self, *args):
+        if self.on_tape is not None and any(
+                getattr(x, "requires_grad", False) for x in flatten(args)[0]):
+            return self.on_tape(args)  # called on tape tensors: record on that tape
         try:
             entry, leaves = self.specialize(args)
-        except ConcretizationError:
-            # Python control flow on values: differentiate on the tape instead
+        except (ConcretizationError, CompiledHigherOrderError):
+            # Python control flow on values, or a derivative of compiled control flow
+            # differentiated again: differentiate on the tape instead
             if self.on_tape is None or any(isinstance(x, Traced) for x in flatten(args)[0]):
                 raise
             return self.on_tape(args)
@@ -327,6 +336,8 @@ def vjp(f, *primals, has_aux: bool = False):
     """
     from .transform.gradient import gradient, vjp_module
 
+    if any(getattr(x, "requires_grad", False) for x in flatten(tuple(primals))[0]):
+        return _vjp_on_tape(f, primals, has_aux)
     try:
         tf = trace_function(f, primals)
     except ConcretizationError:
@@ -341,7 +352,10 @@ def vjp(f, *primals, has_aux: bool = False):
     floats = [i for i, p in enumerate(main.params[:len(leaves)]) if has_float(p.type)]
     outer = _outer_trace(leaves) or _outer_trace(tf.lifted_values)
     if outer is None:
-        module = optimize(vjp_module(tf.module, "main"))
+        try:
+            module = optimize(vjp_module(tf.module, "main"))
+        except CompiledHigherOrderError:
+            return _vjp_on_tape(f, primals, has_aux)
         out, pull = _Compiled(module, "main_vjp", tf, None).run(leaves)
     else:
         out = _Compiled(tf.module, "main", tf, None).run(leaves)

@@ -53,6 +53,12 @@ class GradientError(ChainruleError):
     """A differentiation request that cannot be honoured."""
 
 
+class CompiledHigherOrderError(GradientError):
+    """Differentiating a derivative program that holds closures or stacks (the
+    reverse mode of a loop or branch): not compiled yet; the API falls back to
+    the tape, which handles it."""
+
+
 class NoRuleError(GradientError):
     """An op with no registered derivative rule."""
 

@@ -303,3 +303,20 @@ def test_stack_ops():
     _, lt = OPS["stack_empty"].type_call([], {"elem": t})
     assert lt == ListType(t)
     assert OPS["stack_pop"].type_call([lt], {})[1].fields == (t, lt)
+
+
+def test_higher_order_through_loops_falls_back_to_the_tape():
+    f = lambda x: cnp.sum(cr.fori_loop(0, 3, lambda i, x: cnp.sin(x), x))
+    x = 0.3
+    s1 = np.sin(x)
+    s2 = np.sin(s1)
+    # f = sin(sin(sin(x))): f'' by the chain rule
+    d1 = np.cos(s2) * np.cos(s1) * np.cos(x)
+    fp = lambda x: np.cos(np.sin(np.sin(x))) * np.cos(np.sin(x)) * np.cos(x)
+    d2 = (fp(x + 1e-6) - fp(x - 1e-6)) / 2e-6
+    assert cr.grad(f)(x) == pytest.approx(d1, rel=1e-12)
+    assert cr.grad(cr.grad(f))(x) == pytest.approx(d2, rel=1e-7)
+    from chainrule.errors import CompiledHigherOrderError
+
+    with pytest.raises(CompiledHigherOrderError, match="not compiled yet"):
+        cr.jvp(cr.grad(f), (x,), (1.0,))

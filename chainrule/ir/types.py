@@ -113,8 +113,14 @@ class TensorType(Type):
     dtype: DType
 
     def __init__(self, shape, dtype):
-        object.__setattr__(self, "shape", tuple(_check_dim(d) for d in shape))
-        object.__setattr__(self, "dtype", DType(dtype))
+        if type(shape) is not tuple:
+            shape = tuple(shape)
+        for d in shape:  # fast path: plain non-negative ints need no conversion
+            if type(d) is not int or d < 0:
+                shape = tuple([_check_dim(d) for d in shape])
+                break
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", dtype if type(dtype) is DType else DType(dtype))
 
     @property
     def ndim(self) -> int:
@@ -197,4 +203,6 @@ def has_float(t: Type) -> bool:
         return t.dtype.is_float
     if isinstance(t, TupleType):
         return any(has_float(f) for f in t.fields)
+    if isinstance(t, ListType):
+        return has_float(t.elem)
     return isinstance(t, FuncType)

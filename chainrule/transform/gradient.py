@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 
-from ..errors import GradientError, NoRuleError
+from ..errors import CompiledHigherOrderError, GradientError, NoRuleError
 from ..frontend.tracer import Trace, Traced
 from ..ir.builder import Builder
 from ..ir.nodes import (
@@ -77,6 +77,24 @@ def missing_rules(bindings, relevant) -> list[str]:
                 missing.setdefault(name, []).append(b.var.name)
     return [f"{op} (at {', '.join(vs[:3])}{'...' if len(vs) > 3 else ''})"
             for op, vs in missing.items()]
+
+
+_STACK_OPS = ("stack_empty", "stack_push", "stack_pop", "stack_nonempty")
+
+
+def _refuse_closures(bindings, relevant, mode: str) -> None:
+    """Closures and stacks in the differentiated part: a derivative program of
+    control flow, which this pass does not differentiate again (yet)."""
+    for b in bindings:
+        v = b.value
+        if (relevant is None or b.var in relevant) and isinstance(v, (Call, Function)) and (
+                isinstance(v, Function) or isinstance(v.callee, Var)
+                or (isinstance(v.callee, Op) and v.callee.name in _STACK_OPS)):
+            raise CompiledHigherOrderError(
+                f"{mode} mode of a program that holds closures or a stack ({b.var.name}): "
+                f"this is a derivative of a loop or branch, and differentiating it again is "
+                f"not compiled yet; grad/value_and_grad/vjp run such higher-order "
+                f"derivatives on the tape instead")
 
 
 def float_params(fn: Function) -> list[Var]:
@@ -147,6 +165,7 @@ class _Sweep:
         self.pullbacks: dict[Var, Var] = {}
         self.extra: dict[Var, object] = {}  # per-binding data for backward handlers
         self.parent = parent
+        _refuse_closures(self.bindings, self.relevant, "reverse")
         missing = missing_rules(self.bindings, self.relevant)
         if missing:
             raise NoRuleError("no VJP rule for: " + "; ".join(missing) +

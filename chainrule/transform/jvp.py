@@ -76,6 +76,9 @@ class _ForwardSweep:
         self.b._counter = len(fn.body.bindings)
         self.adj = Adjoints(self.trace)
         self.tangents: dict[Var, object] = {}
+        from .gradient import _refuse_closures
+
+        _refuse_closures(list(_all_bindings(fn.body)), None, "forward")
         missing = sorted({b.value.callee.name for b in _all_bindings(fn.body)
                           if isinstance(b.value, Call) and isinstance(b.value.callee, Op)
                           and b.value.callee.name not in JVP
