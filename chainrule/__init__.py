@@ -10,13 +10,13 @@ from .api import grad, jit, optimize, value_and_grad, vjp
 from .api_forward import hessian, hvp, jacfwd, jacrev, jvp, linear_transpose, linearize
 from .backend.interpret import run
 from .errors import ChainruleError, ParseError, VerifyError
-from .frontend import cond, fori_loop, scan, script, while_loop
+from .frontend import checkpoint, cond, fori_loop, scan, script, while_loop
 from .frontend.tracer import trace
 from .ir import Module, parse, structural_equal, verify
 from .rules import register_jvp, register_vjp
 
 __all__ = [
-    "ChainruleError", "Module", "ParseError", "VerifyError", "cond", "fori_loop", "grad",
+    "ChainruleError", "Module", "ParseError", "VerifyError", "checkpoint", "cond", "fori_loop", "grad",
     "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "linear_transpose", "linearize",
     "optimize", "parse", "register_jvp", "register_vjp", "run", "scan", "script",
     "structural_equal", "trace", "value_and_grad", "verify", "vjp", "while_loop",

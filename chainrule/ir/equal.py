@@ -102,7 +102,7 @@ class _Matcher:
         self.expr(a.result, b.result)
 
     def function(self, a: Function, b: Function) -> None:
-        if len(a.params) != len(b.params) or a.ret_type != b.ret_type:
+        if len(a.params) != len(b.params) or a.ret_type != b.ret_type or a.attrs != b.attrs:
             raise _NotEqual
         for x, y in zip(a.params, b.params):
             self.define(x, y)

@@ -158,14 +158,20 @@ class While(Expr):
 
 
 class Function(Expr):
-    """A function; as a binding's value it is a closure over its free variables."""
+    """A function; as a binding's value it is a closure over its free variables.
 
-    __slots__ = ("params", "body", "ret_type")
+    ``attrs`` holds flags of module functions, printed as decorators: only
+    ``checkpoint`` (reverse mode recomputes its intermediates instead of
+    storing them).
+    """
 
-    def __init__(self, params, body: Block, ret_type: Type):
+    __slots__ = ("params", "body", "ret_type", "attrs")
+
+    def __init__(self, params, body: Block, ret_type: Type, attrs=None):
         self.params = tuple(params)
         self.body = body
         self.ret_type = ret_type
+        self.attrs = dict(attrs) if attrs else {}
 
     @property
     def type(self) -> FuncType:

@@ -404,6 +404,19 @@ class _FunctionParser:
         return stmts, self.atom(stmts[-1].value)
 
 
+FUNCTION_FLAGS = ("checkpoint",)
+
+
+def _function_flags(fdef: ast.FunctionDef) -> dict:
+    flags = {}
+    for d in fdef.decorator_list:
+        if not (isinstance(d, ast.Name) and d.id in FUNCTION_FLAGS):
+            raise _err(d, f"unknown decorator {ast.unparse(d)!r}; the text format knows "
+                          f"{', '.join('@' + f for f in FUNCTION_FLAGS)}")
+        flags[d.id] = True
+    return flags
+
+
 def _target_names(t):
     elts = t.elts if isinstance(t, ast.Tuple) else [t]
     for e in elts:
@@ -486,9 +499,11 @@ class _ModuleParser:
                 fp.define(node, pname, builder.param(pname, ptype))
             _, result = fp.function_body(s)
             try:
-                functions[s.name] = builder.finish_function(result, ret)
+                fn = builder.finish_function(result, ret)
             except ChainruleError as exc:
                 raise _err(s.body[-1], f"function {s.name}: {exc}") from None
+            fn.attrs = _function_flags(s)
+            functions[s.name] = fn
         return Module(functions)
 
 

@@ -203,6 +203,8 @@ class Printer:
             out.append(f"{indent}{result_target} = {self.atom(block.result, names)}")
 
     def function(self, name: str, fn: Function, names: dict, indent: str) -> None:
+        for flag in sorted(fn.attrs):
+            self.lines.append(f"{indent}@{flag}")
         params = ", ".join(f"{names[p]}: {p.type!r}" for p in fn.params)
         self.lines.append(f"{indent}def {name}({params}) -> {fn.ret_type!r}:")
         self.block(fn.body, names, indent + "    ", None)

@@ -196,7 +196,7 @@ class Mutator:
         self.emit_bindings(fn.body.bindings)
         result = self.result(fn.body.result)
         bindings = self.builder._frames.pop()
-        return Function(params, Block(bindings, result), fn.ret_type)
+        return Function(params, Block(bindings, result), fn.ret_type, fn.attrs)
 
     def run(self) -> Module:
         funcs = {}

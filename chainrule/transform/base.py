@@ -186,7 +186,8 @@ def with_blocks(value, blocks):
         return While(value.loop_vars, value.init, cond, body)
     if isinstance(value, Function):
         (body,) = blocks
-        return value if body is value.body else Function(value.params, body, value.ret_type)
+        return value if body is value.body else Function(value.params, body, value.ret_type,
+                                                         value.attrs)
     return value
 
 

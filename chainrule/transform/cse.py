@@ -142,7 +142,7 @@ def cse_function(fn: Function) -> Function:
     """``fn`` with common subexpressions shared (the same object if there were none)."""
     c = _CSE()
     body = c.block(fn.body)
-    return fn if body is fn.body else Function(fn.params, body, fn.ret_type)
+    return fn if body is fn.body else Function(fn.params, body, fn.ret_type, fn.attrs)
 
 
 class CSE(Pass):

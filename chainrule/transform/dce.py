@@ -75,7 +75,7 @@ def _block(block: Block, live: set) -> Block:
 def dce_function(fn: Function) -> Function:
     """``fn`` without dead bindings (the same object if there were none)."""
     body = _block(fn.body, set())
-    return fn if body is fn.body else Function(fn.params, body, fn.ret_type)
+    return fn if body is fn.body else Function(fn.params, body, fn.ret_type, fn.attrs)
 
 
 def _callees(fn: Function) -> set[str]:

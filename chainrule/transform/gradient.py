@@ -186,6 +186,10 @@ class _Sweep:
                     special = FORWARD_REWRITES.get(type(v))
                     if special is not None:
                         return special(sweep, binding)
+                    if (isinstance(v, Call) and isinstance(v.callee, GlobalVar)
+                            and sweep.ctx.module[v.callee.name].attrs.get("checkpoint")):
+                        # store only the inputs; the backward sweep recomputes the rest
+                        return super().rewrite(binding)
                     if isinstance(v, Call) and isinstance(v.callee, GlobalVar):
                         vname = sweep.ctx.vjp_name(v.callee.name)
                         pair = sweep.b.emit(Call(GlobalVar(vname),
@@ -274,7 +278,13 @@ def _call_backward(sweep: _Sweep, binding: Binding, msg) -> None:
     call = binding.value
     adj = sweep.adj
     if isinstance(call.callee, GlobalVar):
-        pullback = sweep.pullbacks[binding.var]
+        pullback = sweep.pullbacks.get(binding.var)
+        if pullback is None:  # a checkpointed call: run its forward again, now
+            vname = sweep.ctx.vjp_name(call.callee.name)
+            name = sweep.new(binding.var).name
+            pair = sweep.b.emit(Call(GlobalVar(vname), [sweep.new(a) for a in call.args]),
+                                f"{name}_recompute")
+            pullback = sweep.b.emit(TupleGetItem(pair, 1), f"{name}_pullback")
         fn = sweep.ctx.module[call.callee.name]
         dresult = adj.materialize(msg, binding.var.type)
         dargs = sweep.b.emit(Call(pullback, [dresult]), f"{sweep.new(binding.var).name}_dargs")

@@ -346,7 +346,7 @@ def simplify_function(fn: Function, max_sweeps: int = MAX_SWEEPS) -> Function:
         s = _Simplifier()
         body = s.block(fn.body)
         if body is not fn.body:
-            fn = Function(fn.params, body, fn.ret_type)
+            fn = Function(fn.params, body, fn.ret_type, fn.attrs)
         if not s.changed:
             break
     return fn

@@ -1,0 +1,48 @@
+"""``checkpoint(f)``: reverse mode stores only f's inputs and recomputes its
+intermediates during the backward sweep (memory for time).
+
+Traced, a checkpointed function becomes a module function flagged
+``@checkpoint``; the gradient pass calls it plainly on the forward sweep and
+runs its vjp (forward again, then backward) when the backward sweep reaches
+it. Applied to a loop body (``fori_loop(0, n, checkpoint(step), x)``) each
+iteration keeps only its carry instead of every intermediate.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..ir.nodes import GlobalVar
+from ..tree import flatten, unflatten
+from .tracer import Traced, current_trace, trace_function
+
+
+def checkpoint(f):
+    """Mark ``f`` so that reverse mode recomputes its intermediates."""
+
+    @functools.wraps(f)
+    def wrapped(*args):
+        leaves = flatten(tuple(args))[0]
+        traced = [x for x in leaves if isinstance(x, Traced)]
+        if not traced:
+            return f(*args)
+        tr = max((x.trace for x in traced), key=lambda t: t.level)
+        base = getattr(f, "__name__", "f")
+        base = base if base.isidentifier() and base != "<lambda>" else "block"
+        name, k = f"{base}_checkpoint", 0
+        while name in tr.functions or name in tr.builder.extra_globals:
+            k += 1
+            name = f"{base}_checkpoint_{k}"
+        sub = trace_function(f, args, name=name)
+        fn = sub.module[name]
+        fn.attrs["checkpoint"] = True
+        for fname, g in sub.module.functions.items():
+            tr.functions.setdefault(fname, g)
+            tr.builder.extra_globals.setdefault(fname, g.type)
+        out = tr.call(GlobalVar(name), list(leaves) + list(sub.lifted_values), name=f"{base}_out")
+        if sub.out_tree.kind is None:
+            return out
+        return unflatten(sub.out_tree, list(out))
+
+    wrapped.checkpointed = True
+    return wrapped
