@@ -16,8 +16,8 @@ from .ir import Module, parse, structural_equal, verify
 from .rules import register_jvp, register_vjp
 
 __all__ = [
-    "ChainruleError", "Module", "ParseError", "VerifyError", "checkpoint", "cond", "fori_loop", "grad",
-    "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "linear_transpose", "linearize",
+    "ChainruleError", "Module", "ParseError", "VerifyError", "checkpoint", "cond", "fori_loop",
+    "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "linear_transpose", "linearize",
     "optimize", "parse", "register_jvp", "register_vjp", "run", "scan", "script",
     "structural_equal", "trace", "value_and_grad", "verify", "vjp", "while_loop",
 ]

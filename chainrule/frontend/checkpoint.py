@@ -14,7 +14,7 @@ import functools
 
 from ..ir.nodes import GlobalVar
 from ..tree import flatten, unflatten
-from .tracer import Traced, current_trace, trace_function
+from .tracer import Traced, trace_function
 
 
 def checkpoint(f):
