@@ -9,6 +9,7 @@ from . import ops, rules  # noqa: F401  (register the operators and their rules)
 from .api import grad, jit, optimize, value_and_grad, vjp
 from .api_forward import hessian, hvp, jacfwd, jacrev, jvp, linear_transpose, linearize
 from .backend.interpret import run
+from .custom import custom_jvp, custom_vjp
 from .errors import ChainruleError, ParseError, VerifyError
 from .frontend import checkpoint, cond, fori_loop, scan, script, while_loop
 from .frontend.tracer import trace
@@ -16,7 +17,8 @@ from .ir import Module, parse, structural_equal, verify
 from .rules import register_jvp, register_vjp
 
 __all__ = [
-    "ChainruleError", "Module", "ParseError", "VerifyError", "checkpoint", "cond", "fori_loop",
+    "ChainruleError", "Module", "ParseError", "VerifyError", "checkpoint", "cond",
+    "custom_jvp", "custom_vjp", "fori_loop",
     "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "linear_transpose", "linearize",
     "optimize", "parse", "register_jvp", "register_vjp", "run", "scan", "script",
     "structural_equal", "trace", "value_and_grad", "verify", "vjp", "while_loop",

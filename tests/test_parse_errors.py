@@ -150,7 +150,7 @@ def test_missing_return_annotation():
     ("f33[3]", 13, "not a type: 'f33[3]'"),
     ("f32[3.5]", 17, "a dimension is an int or a name, not '3.5'"),
     ("f32[-1]", 17, "a dimension is an int or a name, not '-1'"),
-    ("list[f32]", 13, "not a type"),
+    ("set[f32]", 13, "not a type"),
     ("Callable[f32, f32]", 13, "Callable[[params...], result]"),
     ("tuple[foo]", 19, "not a type: 'foo'"),
     ("3", 13, "not a type"),

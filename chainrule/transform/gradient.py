@@ -363,6 +363,11 @@ def build_vjp_function(ctx: _Context, name: str) -> Function:
     floats = float_params(fn)
     sweep = _Sweep(ctx, fn.body.bindings, fn.body.result, fn.params, floats,
                    _flat_vars(fn.body.result))
+    with sweep.trace:  # rules may trace (custom rules): nest under this trace
+        return _build_vjp_body(sweep, fn, name, floats)
+
+
+def _build_vjp_body(sweep: _Sweep, fn: Function, name: str, floats) -> Function:
     params = [Var(p.name, p.type) for p in fn.params]
     sweep.b.params = list(params)
     sweep.bind_inputs(params)
@@ -446,6 +451,15 @@ def gradient(module: Module, func: str = "main", require_grads=None, target_inde
                     f"values have no gradient")
     ctx = _Context(module)
     sweep = _Sweep(ctx, fn.body.bindings, result, fn.params, wanted, _flat_vars(result))
+    with sweep.trace:  # rules may trace (custom rules): nest under this trace
+        out_fn = _gradient_body(ctx, sweep, fn, wanted, result, rtype, ttype, target_index, sens)
+    funcs = dict(module.functions)
+    funcs.update(ctx.generated)
+    funcs[name or f"{func}_adjoint"] = out_fn
+    return Module(funcs, module.meta)
+
+
+def _gradient_body(ctx, sweep, fn, wanted, result, rtype, ttype, target_index, sens):
     params = [Var(p.name, p.type) for p in fn.params]
     sweep.b.params = list(params)
     sweep.bind_inputs(params)
@@ -468,11 +482,7 @@ def gradient(module: Module, func: str = "main", require_grads=None, target_inde
             adjoints.append(sweep.adj.zeros(v.type, f"{sweep.new(v).name}_adjoint"))
         else:
             adjoints.append(sweep.adj.materialize(msg, v.type))
-    out_fn = sweep.b.finish_function(Tuple([new_result, Tuple(adjoints)]))
-    funcs = dict(module.functions)
-    funcs.update(ctx.generated)
-    funcs[name or f"{func}_adjoint"] = out_fn
-    return Module(funcs, module.meta)
+    return sweep.b.finish_function(Tuple([new_result, Tuple(adjoints)]))
 
 
 def vjp_module(module: Module, func: str = "main") -> Module:

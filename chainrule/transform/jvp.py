@@ -51,7 +51,9 @@ class _Context:
                 raise GradientError(f"the module already has a function named {jname}")
             self.types[jname] = jvp_type(self.module[name])
             self.generated[jname] = None
-            self.generated[jname] = _ForwardSweep(self, self.module[name]).run()
+            sweep = _ForwardSweep(self, self.module[name])
+            with sweep.trace:  # rules may trace (custom rules): nest under this trace
+                self.generated[jname] = sweep.run()
         return jname
 
 
@@ -188,6 +190,8 @@ def _type(msg):
 
 
 def _fit_out(adj: Adjoints, contrib, t):
+    if contrib is None:
+        return None
     if isinstance(t, TupleType):
         return tuple(_fit_out(adj, c, ft) for c, ft in zip(contrib, t.fields))
     atom = adj.unwrap(contrib)

@@ -100,65 +100,66 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
         if any(v in lin for v in vars_used(b.value)):
             lin.add(b.var)
     trace = Trace()
-    builder = trace.builder = Builder(module)
-    builder._counter = len(fn.body.bindings)
-    copy = Mutator(module)
-    copy.builder = builder
-    others = [copy.copy_var(p) for p in fn.params if p not in lin]
-    ct = Var("cotangent", fn.ret_type)
-    builder.params = others + [ct]
-    copy.emit_bindings([b for b in fn.body.bindings if b.var not in lin])
-    adj = Adjoints(trace)
-    adj.accumulate(fn.body.result, ct, lin.__contains__)
+    with trace:  # rules may trace (custom rules): nest under this trace
+        builder = trace.builder = Builder(module)
+        builder._counter = len(fn.body.bindings)
+        copy = Mutator(module)
+        copy.builder = builder
+        others = [copy.copy_var(p) for p in fn.params if p not in lin]
+        ct = Var("cotangent", fn.ret_type)
+        builder.params = others + [ct]
+        copy.emit_bindings([b for b in fn.body.bindings if b.var not in lin])
+        adj = Adjoints(trace)
+        adj.accumulate(fn.body.result, ct, lin.__contains__)
 
-    def view(atom):
-        if isinstance(atom, Var) and atom in lin:
-            return Undefined(atom.type, trace)
-        if isinstance(atom, Tuple):
-            return tuple(view(f) for f in atom.fields)
-        return adj.wrap(copy.atom(atom))
+        def view(atom):
+            if isinstance(atom, Var) and atom in lin:
+                return Undefined(atom.type, trace)
+            if isinstance(atom, Tuple):
+                return tuple(view(f) for f in atom.fields)
+            return adj.wrap(copy.atom(atom))
 
-    for binding in reversed(fn.body.bindings):
-        v = binding.var
-        msg = adj.msgs.pop(v, None)
-        if v not in lin or msg is None:
-            continue
-        if isinstance(v.type, TensorType) and isinstance(msg, Var):
-            msg.name = f"{v.name}_ct" if msg.name.startswith("lv") else msg.name
-        value = binding.value
-        if isinstance(value, Call):
-            if not isinstance(value.callee, Op):
-                raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
-            positions = [i for i, a in enumerate(value.args) if _mentions(a, lin)]
-            _check_linear(binding, positions)
-            g = adj.materialize(msg, v.type)
-            g = tuple(adj.wrap(f) for f in adj.split(g, v.type)) if isinstance(
-                v.type, TupleType) else adj.wrap(g)
-            start = len(builder.bindings)
-            partials = VJP[value.callee.name](Undefined(v.type, trace), g,
-                                              *[view(a) for a in value.args], **value.attrs)
-            fitted = []
-            for i in positions:
-                p = partials[i]
-                if isinstance(p, Undefined) or (isinstance(p, tuple) and any(
-                        isinstance(e, Undefined) for e in p)):
-                    raise TransposeError(f"transpose: {v.name} = {value.callee.name}(...) "
-                                         f"is not linear in operand {i}")
-                if p is not None:
-                    fitted.append((value.args[i], adj.fit(p, value.args[i].type)))
-            prune(builder.bindings, start, [f for _, f in fitted])
-            for arg, atom in fitted:
-                adj.accumulate(arg, atom, lin.__contains__)
-        elif isinstance(value, TupleGetItem):
-            parts = [None] * len(value.tuple_value.type.fields)
-            parts[value.index] = msg
-            adj.accumulate(value.tuple_value, tuple(parts), lin.__contains__)
-        elif isinstance(value, (Tuple, Var)):
-            adj.accumulate(value, msg, lin.__contains__)
-        elif not isinstance(value, Constant):
-            raise TransposeError(f"transpose: cannot transpose {type(value).__name__}")
-    outs = [adj.materialize(adj.msgs.get(p), p.type) for p in lin_params]
-    out = builder.finish_function(Tuple(outs))
+        for binding in reversed(fn.body.bindings):
+            v = binding.var
+            msg = adj.msgs.pop(v, None)
+            if v not in lin or msg is None:
+                continue
+            if isinstance(v.type, TensorType) and isinstance(msg, Var):
+                msg.name = f"{v.name}_ct" if msg.name.startswith("lv") else msg.name
+            value = binding.value
+            if isinstance(value, Call):
+                if not isinstance(value.callee, Op):
+                    raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
+                positions = [i for i, a in enumerate(value.args) if _mentions(a, lin)]
+                _check_linear(binding, positions)
+                g = adj.materialize(msg, v.type)
+                g = tuple(adj.wrap(f) for f in adj.split(g, v.type)) if isinstance(
+                    v.type, TupleType) else adj.wrap(g)
+                start = len(builder.bindings)
+                partials = VJP[value.callee.name](Undefined(v.type, trace), g,
+                                                  *[view(a) for a in value.args], **value.attrs)
+                fitted = []
+                for i in positions:
+                    p = partials[i]
+                    if isinstance(p, Undefined) or (isinstance(p, tuple) and any(
+                            isinstance(e, Undefined) for e in p)):
+                        raise TransposeError(f"transpose: {v.name} = {value.callee.name}(...) "
+                                             f"is not linear in operand {i}")
+                    if p is not None:
+                        fitted.append((value.args[i], adj.fit(p, value.args[i].type)))
+                prune(builder.bindings, start, [f for _, f in fitted])
+                for arg, atom in fitted:
+                    adj.accumulate(arg, atom, lin.__contains__)
+            elif isinstance(value, TupleGetItem):
+                parts = [None] * len(value.tuple_value.type.fields)
+                parts[value.index] = msg
+                adj.accumulate(value.tuple_value, tuple(parts), lin.__contains__)
+            elif isinstance(value, (Tuple, Var)):
+                adj.accumulate(value, msg, lin.__contains__)
+            elif not isinstance(value, Constant):
+                raise TransposeError(f"transpose: cannot transpose {type(value).__name__}")
+        outs = [adj.materialize(adj.msgs.get(p), p.type) for p in lin_params]
+        out = builder.finish_function(Tuple(outs))
     funcs = dict(module.functions)
     funcs[name or f"{func}_transpose"] = out
     return Module(funcs, module.meta)
