@@ -1,0 +1,64 @@
+"""Properties of generated gradient programs (issue 3): no recomputation, no
+duplicated work after optimize, and clean-up passes run after AD."""
+
+import numpy as np
+
+import chainrule as cr
+import chainrule.numpy as cnp
+from chainrule.api import trace_grad_module
+from chainrule.ir import Call, Op
+
+
+def _calls(module, fn="main_adjoint"):
+    return [b for b in module[fn].body.bindings if isinstance(b.value, Call)]
+
+
+def _count(module, op):
+    return sum(1 for b in _calls(module) if isinstance(b.value.callee, Op)
+               and b.value.callee.name == op)
+
+
+def test_sum_of_matmul_has_exactly_three_matmuls():
+    x, W = np.ones((5, 4)), np.ones((4, 3))
+    both = trace_grad_module(lambda x, W: cnp.sum(x @ W), x, W, argnums=(0, 1))
+    assert _count(both, "matmul") == 3  # one forward, two backward
+    only_w = trace_grad_module(lambda x, W: cnp.sum(x @ W), x, W, argnums=1)
+    assert _count(only_w, "matmul") == 2
+
+
+def _mlp_loss(params, x, labels):
+    h = x
+    for W, b in params[:-1]:
+        h = cnp.tanh(h @ W + b)
+    W, b = params[-1]
+    logp = cnp.log_softmax(h @ W + b)
+    return -cnp.mean(logp[np.arange(x.shape[0]), labels])
+
+
+def test_three_layer_mlp_gradient_has_no_duplicated_binding():
+    rng = np.random.default_rng(0)
+    sizes = [6, 8, 8, 3]
+    params = [(rng.normal(size=(m, n)), np.zeros(n)) for m, n in zip(sizes[:-1], sizes[1:])]
+    x, labels = rng.normal(size=(4, 6)), np.array([0, 1, 2, 1])
+    m = trace_grad_module(_mlp_loss, params, x, labels)
+    cr.verify(m)
+    seen = set()
+    for b in _calls(m):
+        v = b.value
+        key = (getattr(v.callee, "name", id(v.callee)), tuple(id(a) for a in v.args),
+               tuple(sorted((k, repr(a)) for k, a in v.attrs.items())))
+        assert key not in seen, f"duplicated binding {b.var.name}"
+        seen.add(key)
+    # three forward matmuls, and for each layer one for the weight gradient and one
+    # for the input gradient except the first (x needs none)
+    assert _count(m, "matmul") == 3 + 3 + 2
+    assert _count(m, "tanh") == 2  # the backward reuses the forward's tanh values
+
+
+def test_optimize_runs_after_ad_and_output_round_trips():
+    x = np.linspace(0.1, 1.0, 5)
+    m = trace_grad_module(lambda x: cnp.sum(cnp.exp(x) * x), x)
+    text = str(m)
+    assert cr.parse(text) == m
+    assert "lv" in text and "_adjoint" in text
+    assert not [b for b in _calls(m) if b.value.callee.name in ("collapse_sum_to",)]
