@@ -64,6 +64,30 @@ def _leaf_signature(x):
     return (arr.shape, arr.dtype.str)
 
 
+def _fast_key(args):
+    """``(key, leaves)`` when every argument is a NumPy array or a plain list/tuple of
+    them (the common case, keyed without building a tree structure), else None."""
+    leaves, key = [], []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            leaves.append(a)
+            key.append(a.shape)
+            key.append(a.dtype)
+        elif t is list or t is tuple:
+            key.append(t)
+            key.append(len(a))
+            for b in a:
+                if type(b) is not np.ndarray:
+                    return None
+                leaves.append(b)
+                key.append(b.shape)
+                key.append(b.dtype)
+        else:
+            return None
+    return tuple(key), leaves
+
+
 def _argnums_tuple(argnums, n_args: int) -> tuple[int, ...]:
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for a in nums:
@@ -130,6 +154,28 @@ class _Compiled:
         self.extra = extra  # per-kind data (tree structures, positions)
         self._callable = None
 
+    def run_fast(self, leaves):
+        """``run`` for arrays known to match the compiled signature exactly (see
+        ``_Transform.__call__``): no coercion, no trace lookup."""
+        return self._fast(*leaves)
+
+    def exact_for(self, leaves) -> bool:
+        """Whether these NumPy leaves are exactly the compiled parameters' types (then
+        later calls with the same shapes and dtypes may skip the coercion)."""
+        if self.traced.lifted_values or self._callable is None:
+            return False
+        fast = getattr(self._callable, "call_unchecked", None)
+        params = self.module[self.func].params
+        if fast is None or len(params) != len(leaves):
+            return False
+        for p, x in zip(params, leaves):
+            t = p.type
+            if not (isinstance(t, TensorType) and t.is_static and x.dtype == t.dtype.numpy
+                    and x.shape == tuple(t.shape)):
+                return False
+        self._fast = fast
+        return True
+
     def run(self, leaves, tail=()):
         args = list(leaves) + list(self.traced.lifted_values) + list(tail)
         outer = _outer_trace(args)
@@ -138,7 +184,8 @@ class _Compiled:
             return _unpack_atom(outer, inline_into(outer, self.module, self.func, atoms))
         if self._callable is None:
             self._callable = compile_function(self.module, self.func)
-        return self._callable(*[a if isinstance(a, tuple) else np.asarray(a) for a in args])
+        return self._callable(*[a if a is None or isinstance(a, tuple) else np.asarray(a)
+                                for a in args])
 
 
 class _Transform:
@@ -149,6 +196,7 @@ class _Transform:
         self.build = build
         self.on_tape = on_tape
         self.cache: dict = {}
+        self.fast_cache: dict = {}  # _fast_key -> entry, for plain NumPy arguments
         functools.update_wrapper(self, f, updated=())
         self.__name__ = f"{name}({getattr(f, '__name__', 'f')})"
 
@@ -164,6 +212,11 @@ class _Transform:
         return entry, leaves
 
     def __call__(self, *args):
+        fast = _fast_key(args)
+        if fast is not None:
+            entry = self.fast_cache.get(fast[0])
+            if entry is not None:
+                return entry.finish(entry.run_fast(fast[1]), args)
         if self.on_tape is not None and any(
                 getattr(x, "requires_grad", False) for x in flatten(args)[0]):
             return self.on_tape(args)  # called on tape tensors: record on that tape
@@ -175,7 +228,10 @@ class _Transform:
             if self.on_tape is None or any(isinstance(x, Traced) for x in flatten(args)[0]):
                 raise
             return self.on_tape(args)
-        return entry.finish(entry.run(leaves), args)
+        result = entry.run(leaves)
+        if fast is not None and len(self.fast_cache) < 64 and entry.exact_for(fast[1]):
+            self.fast_cache[fast[0]] = entry
+        return entry.finish(result, args)
 
 
 # -- grad / value_and_grad -----------------------------------------------------------
@@ -217,14 +273,15 @@ def _build_grad(f, argnums, has_aux, args, leaves):
                                  if k not in ("main", "main_adjoint")}}, module.meta))
     entry = _Compiled(module, "main_adjoint", tf, None)
     entry.nums, entry.ranges, entry.out_tree = nums, ranges, tf.out_tree
+    entry.arg_trees = [flatten(args[a])[1] for a in nums]
     return entry
 
 
 def _grads_tree(entry, grads, args):
     out, k = [], 0
-    for a in entry.nums:
+    for a, tree in zip(entry.nums, entry.arg_trees):  # the structures are in the cache key
         n = len(entry.ranges[a])
-        out.append(unflatten(flatten(args[a])[1], list(grads[k:k + n])))
+        out.append(unflatten(tree, list(grads[k:k + n])))
         k += n
     return out
 

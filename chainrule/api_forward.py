@@ -3,12 +3,15 @@ jacrev, hessian, hvp (JAX's calling conventions)."""
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import numpy as cnp
-from .api import _Compiled, _leaf_ranges, _outer_trace, grad, optimize, vjp
+from .api import _Compiled, _leaf_ranges, _leaf_signature, _outer_trace, grad, optimize, vjp
 from .errors import GradientError
 from .frontend.tracer import Traced, trace_function
+from .ir.nodes import Binding, Block, Function, Module, Tuple, TupleGetItem, Var
 from .ir.types import has_float
 from .tree import flatten, unflatten
 
@@ -25,36 +28,72 @@ def jvp(f, primals, tangents):
     >>> float(y), float(t)
     (0.0, 2.0)
     """
-    from .transform.jvp import jvp as jvp_pass
-
     primals, tangents = tuple(primals), tuple(tangents)
     leaves, in_tree = flatten(primals)
     t_leaves, t_tree = flatten(tangents)
     if t_tree != in_tree:
         raise GradientError(f"jvp: tangents have structure {t_tree!r} but primals have "
                             f"{in_tree!r}")
-    tf = trace_function(f, primals)
-    main = tf.module["main"]
-    for x, t in zip(leaves, t_leaves):
-        if tuple(np.shape(x) if not isinstance(x, Traced) else x.shape) != tuple(
-                np.shape(t) if not isinstance(t, Traced) else t.shape):
-            raise GradientError(f"jvp: a tangent of shape {np.shape(t)} for a primal of "
-                                f"shape {np.shape(x)}")
-    module = optimize(jvp_pass(tf.module, "main"))
-    floats = _float_positions(main, len(main.params))
-    all_args = list(leaves) + list(tf.lifted_values)
-    tail = []
-    for i in floats:
-        if i < len(leaves):
-            t = t_leaves[i]
-            tail.append(t if isinstance(t, Traced) else np.asarray(
-                t, dtype=main.params[i].type.dtype.numpy))
+    return _JvpPlan(f, primals).run(leaves, t_leaves)
+
+
+class _JvpPlan:
+    """``f`` traced at the primals' types, its jvp program optimized and ready to run."""
+
+    def __init__(self, f, primals, tangent_only: bool = False):
+        from .transform.jvp import jvp as jvp_pass
+
+        self.tf = tf = trace_function(f, primals)
+        self.main = main = tf.module["main"]
+        module = jvp_pass(tf.module, "main")
+        self.tangent_only = tangent_only
+        if tangent_only:  # drop the primal output, and with it the work only it needs
+            module = _tangent_output_only(module, "main_jvp")
+        module = optimize(module)
+        self.floats = _float_positions(main, len(main.params))
+        self.entry = _Compiled(module, "main_jvp", tf, None)
+
+    def run(self, leaves, t_leaves):
+        tf, main = self.tf, self.main
+        for x, t in zip(leaves, t_leaves):
+            if tuple(np.shape(x) if not isinstance(x, Traced) else x.shape) != tuple(
+                    np.shape(t) if not isinstance(t, Traced) else t.shape):
+                raise GradientError(f"jvp: a tangent of shape {np.shape(t)} for a primal of "
+                                    f"shape {np.shape(x)}")
+        all_args = list(leaves) + list(tf.lifted_values)
+        tail = []
+        for i in self.floats:
+            if i < len(leaves):
+                t = t_leaves[i]
+                tail.append(t if isinstance(t, Traced) else np.asarray(
+                    t, dtype=main.params[i].type.dtype.numpy))
+            else:
+                tail.append(cnp.zeros_like(all_args[i]))
+        if self.tangent_only:
+            out, tout = None, self.entry.run(leaves, tail=tail)
         else:
-            tail.append(cnp.zeros_like(all_args[i]))
-    out, tout = _Compiled(module, "main_jvp", tf, None).run(leaves, tail=tail)
-    if tf.out_tree.kind is None:
-        return out, tout
-    return unflatten(tf.out_tree, list(out)), unflatten(tf.out_tree, list(tout))
+            out, tout = self.entry.run(leaves, tail=tail)
+        if tf.out_tree.kind is None:
+            return out, tout
+        return (None if out is None else unflatten(tf.out_tree, list(out)),
+                unflatten(tf.out_tree, list(tout)))
+
+
+def _tangent_output_only(module: Module, name: str) -> Module:
+    """``module`` with function ``name`` returning only the second field of its result
+    (the tangent of a jvp function); the primal ``main`` is left out."""
+    fn = module[name]
+    body = fn.body
+    res = body.result
+    bindings = list(body.bindings)
+    if isinstance(res, Tuple) and len(res.fields) == 2:
+        tangent = res.fields[1]
+    else:
+        tangent = Var("tangent", fn.ret_type.fields[1])
+        bindings.append(Binding(tangent, TupleGetItem(res, 1)))
+    new = Function(fn.params, Block(bindings, tangent), fn.ret_type.fields[1])
+    others = {k: v for k, v in module.functions.items() if k not in ("main", name)}
+    return Module({name: new, **others}, module.meta)
 
 
 def linearize(f, *primals):
@@ -85,7 +124,35 @@ def linearize(f, *primals):
 
     if tf.out_tree.kind is not None:
         out = unflatten(tf.out_tree, list(out))
+    # what linear_transpose needs to transpose the tangent program itself (its
+    # residuals may hold stacks of loop values, which cannot become IR constants)
+    f_lin.linearized = (module, tf, list(residuals), floats, primals)
     return out, f_lin
+
+
+def _transpose_linearized(f_lin):
+    from .transform.transpose import transpose
+
+    module, tf, residuals, floats, primals = f_lin.linearized
+    tangent = module["main_tangent"]
+    n_res = len(residuals)
+    names = [p.name for p in tangent.params[n_res:]]
+    tmod = optimize(transpose(module, "main_tangent", linear=names))
+    entry = _Compiled(tmod, "main_tangent_transpose", tf, None)
+    leaves, _ = flatten(tuple(primals))
+    ranges = _leaf_ranges(primals)
+
+    def f_t(ct):
+        ct_leaves, _ = flatten(ct)
+        ct_arg = ct_leaves[0] if tf.out_tree.kind is None else tuple(ct_leaves)
+        cts = entry.run(residuals, tail=[ct_arg])
+        flat = [None] * len(leaves)
+        for i, c in zip(floats, cts):
+            flat[i] = c
+        return tuple(unflatten(flatten(p)[1], flat[r.start:r.stop])
+                     for p, r in zip(primals, ranges))
+
+    return f_t
 
 
 def linear_transpose(f_lin, *primals):
@@ -93,6 +160,8 @@ def linear_transpose(f_lin, *primals):
     primal (primals give the input shapes and dtypes)."""
     from .transform.transpose import transpose
 
+    if getattr(f_lin, "linearized", None) is not None:
+        return _transpose_linearized(f_lin)
     tf = trace_function(f_lin, primals)
     leaves, _ = flatten(tuple(primals))
     main = tf.module["main"]
@@ -179,6 +248,32 @@ def hessian(f, argnums: int = 0):
     return jacfwd(jacrev(f, argnums), argnums)
 
 
+# f -> {primal signature: _JvpPlan of grad(f)}; entries go with f
+_HVP_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def hvp(f, primals, tangents):
-    """Hessian-vector product by forward over reverse: ``jvp(grad(f), primals, tangents)[1]``."""
-    return jvp(grad(f), primals, tangents)[1]
+    """Hessian-vector product by forward over reverse: ``jvp(grad(f), primals, tangents)[1]``.
+
+    On arrays, the program is traced and compiled once per function and primal
+    signature (like ``grad``), later calls only run it."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    leaves, in_tree = flatten(primals)
+    t_leaves, t_tree = flatten(tangents)
+    if t_tree != in_tree:
+        raise GradientError(f"jvp: tangents have structure {t_tree!r} but primals have "
+                            f"{in_tree!r}")
+    if any(isinstance(x, Traced) for x in leaves) or any(
+            isinstance(t, Traced) for t in t_leaves):
+        return _JvpPlan(grad(f), primals, tangent_only=True).run(leaves, t_leaves)[1]
+    try:
+        per_f = _HVP_CACHE.setdefault(f, {})
+    except TypeError:  # not weakly referenceable: no cache
+        per_f = {}
+    key = (in_tree, tuple(_leaf_signature(x) for x in leaves))
+    plan = per_f.get(key)
+    if plan is None:
+        plan = _JvpPlan(grad(f), primals, tangent_only=True)
+        if not plan.tf.lifted_values:
+            per_f[key] = plan
+    return plan.run(leaves, t_leaves)[1]

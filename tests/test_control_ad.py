@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import chainrule as cr
+import chainrule.ir.visitor  # noqa: F401  (nested_blocks in a test)
 import chainrule.numpy as cnp
 from chainrule.ir import OPS, ListType, TensorType
 from chainrule.testing import check_grads
@@ -372,3 +373,67 @@ def test_checkpoint_loop_body_same_gradient_less_memory():
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
     assert peaks[1] < 0.5 * peaks[0]
     check_grads(lambda W: loss(W, True), (W0,), modes=("rev",))
+
+
+@pytest.mark.parametrize("text,args", [(IF_TEXT, (0.7, 1.3)), (IF_TEXT, (-0.4, 2.0)),
+                                       (WHILE_TEXT, (0.7, 1.3))], ids=["if_then", "if_else",
+                                                                      "while"])
+def test_linearize_and_transpose_through_control_flow(text, args):
+    from chainrule.transform.linearize import linearize
+    from chainrule.transform.transpose import transpose
+
+    m = cr.parse(text)
+    lin = linearize(m, "f")
+    cr.verify(lin)
+    assert cr.parse(str(lin)) == lin
+    out, res = cr.run(lin, *args, func="f_primal")
+    assert out == pytest.approx(cr.run(m, *args))
+    t = (1.0, -0.5)
+    np.testing.assert_allclose(cr.run(lin, *res, *t, func="f_tangent"),
+                               cr.run(jvp_pass(m, "f"), *args, *t, func="f_jvp")[1], rtol=1e-12)
+    tm = transpose(lin, "f_tangent", linear=["x0_dot", "w_dot"] if "x0" in text
+                   else ["a_dot", "b_dot"])
+    cr.verify(tm)
+    assert cr.parse(str(tm)) == tm
+    got = cr.run(tm, *res, 1.0, func="f_tangent_transpose")
+    want = cr.run(gradient(m, "f"), *args, func="f_adjoint")[1]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+def test_linearized_loop_tangent_program_has_no_primal_ops():
+    from chainrule.transform.linearize import linearize
+
+    lin = cr.optimize(linearize(cr.parse(WHILE_TEXT), "f"))
+    ops = set()
+    stack = [lin["f_tangent"].body]
+    while stack:
+        blk = stack.pop()
+        for b in blk.bindings:
+            if isinstance(b.value, cr.ir.Call):
+                ops.add(b.value.callee.name)
+            stack.extend(cr.ir.visitor.nested_blocks(b.value))
+    assert "tanh" not in ops and ops <= {"multiply", "add", "subtract", "negative",
+                                         "stack_pop", "stack_nonempty"}
+
+
+def test_api_routes_agree_through_loops():
+    x = np.array([0.3, -0.2])
+
+    def f(x):
+        return cnp.sum(cr.fori_loop(0, 5, lambda i, x: cnp.tanh(x * 1.5 + 0.1), x) ** 2)
+
+    g = cr.grad(f)(x)
+    _, f_lin = cr.linearize(f, x)
+    (g2,) = cr.linear_transpose(f_lin, x)(1.0)
+    np.testing.assert_allclose(g2, g, rtol=1e-12)
+    v = np.array([1.0, 2.0])
+    np.testing.assert_allclose(f_lin(v), g @ v, rtol=1e-12)
+
+
+def test_zero_trip_loop_all_routes():
+    x = np.array([0.5])
+    f = lambda x: cnp.sum(cr.fori_loop(0, 0, lambda i, x: x * 3.0, x) * 2.0)
+    assert cr.grad(f)(x) == pytest.approx([2.0])
+    _, f_lin = cr.linearize(f, x)
+    assert cr.linear_transpose(f_lin, x)(1.0)[0] == pytest.approx([2.0])
+    assert cr.jvp(f, (x,), (np.ones(1),))[1] == pytest.approx(2.0)

@@ -221,3 +221,202 @@ def test_long_chain_backprop_without_recursion():
     assert sys.getrecursionlimit() < n
     cnp.sum(y).backward()
     np.testing.assert_allclose(x.grad, [1.0000001 ** (n // 2)], rtol=1e-9)
+
+
+# -- indexing, chainrule.numpy functions and tuple-valued ops on tensors -------------------
+def test_indexing_and_numpy_functions_on_tensors():
+    W = np.random.default_rng(4).normal(size=(4, 3))
+
+    def f(W):
+        a = W[1:, 0] * W[np.array([0, 2, 3]), 1]  # basic and advanced indexing
+        b = cnp.reshape(W, (3, 4)).T @ cnp.ones(3)
+        c = cnp.where(W > 0, W, 0.1 * W)
+        s = cnp.concatenate([W[:, :1], cnp.exp(W[:, 1:])], axis=1)
+        return (cnp.sum(a) + cnp.sum(b * b) + cnp.mean(c) + cnp.sum(cnp.max(W, axis=0))
+                + cnp.sum(cnp.log_softmax(s, axis=1) * W) + W[2, 1] * W[-1, ...].sum())
+
+    w = ct.tensor(W, requires_grad=True)
+    out = f(w)
+    assert isinstance(out, ct.Tensor) and out.shape == ()
+    np.testing.assert_allclose(out.value(), f(W), rtol=1e-12)
+    out.backward()
+    np.testing.assert_allclose(w.grad, cr.grad(f)(W), rtol=1e-12, atol=1e-14)
+
+
+def test_split_on_the_tape():
+    x = ct.tensor(np.arange(6.0), requires_grad=True)
+    a, b, c = cnp.split(x, 3)
+    assert all(isinstance(p, ct.Tensor) and p.shape == (2,) for p in (a, b, c))
+    cnp.sum(a * cnp.exp(c)).backward()  # b unused: its adjoint is zero
+    np.testing.assert_allclose(x.grad, [np.exp(4), np.exp(5), 0, 0, 0, np.exp(5)])
+    with ct.no_grad():
+        parts = cnp.split(x, 2)
+    assert len(parts) == 2 and not parts[0].requires_grad and parts[1].shape == (3,)
+
+
+def test_lazy_mode_with_tuple_ops():
+    with ct.lazy():
+        x = ct.tensor(np.arange(6.0), requires_grad=True)
+        a, b = cnp.split(x, 2)
+        loss = cnp.sum(a * cnp.exp(b))
+    assert a._value is None and loss._value is None
+    assert a.shape == (3,) and b.dtype == np.float64  # from the type rules, no compute
+    assert a._value is None
+    loss.backward()
+    np.testing.assert_allclose(x.grad, np.concatenate([np.exp([3.0, 4, 5]),
+                                                       [0, 1, 2] * np.exp([3.0, 4, 5])]))
+
+
+# -- retain_graph, create_graph ----------------------------------------------------------
+def test_retain_graph_keeps_the_graph_and_plain_backward_frees_it():
+    x = ct.tensor(np.array([0.5, 1.5]), requires_grad=True)
+    y = cnp.sum(cnp.sin(x) * x)
+    for _ in range(3):
+        y.backward(retain_graph=True)
+    assert "sin(w0)" in str(y.graph())
+    y.backward()
+    np.testing.assert_allclose(x.grad, 4 * (np.cos(x.value()) * x.value() + np.sin(x.value())))
+    with pytest.raises(ChainruleError, match="already freed this graph"):
+        y.graph()
+
+
+def test_create_graph_twice_third_order():
+    def f(x):
+        return cnp.sin(x) * x ** 3 + cnp.exp(0.5 * x)
+
+    x = ct.tensor(0.7, requires_grad=True)
+    f(x).backward(create_graph=True)
+    g1, x.grad = x.grad, None
+    assert isinstance(g1, ct.Tensor) and g1.requires_grad
+    g1.backward(create_graph=True)
+    g2, x.grad = x.grad, None
+    g2.backward()
+    assert float(g1) == pytest.approx(cr.grad(f)(0.7), rel=1e-12)
+    assert float(g2) == pytest.approx(cr.grad(cr.grad(f))(0.7), rel=1e-12)
+    assert float(x.grad) == pytest.approx(cr.grad(cr.grad(cr.grad(f)))(0.7), rel=1e-12)
+
+
+# -- errors --------------------------------------------------------------------------------
+def test_errors():
+    with pytest.raises(ChainruleError, match="only float tensors can require gradients"):
+        ct.tensor(np.array([1, 2]), requires_grad=True)
+    x = ct.tensor(np.ones(3))
+    with pytest.raises(GradientError, match="does not require grad"):
+        cnp.sum(x * 2.0).backward()
+    w = ct.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(GradientError, match=r"gradient of shape \(2,\) for an output of shape "
+                                            r"\(3,\)"):
+        (w * 2.0).backward(np.ones(2))
+    with pytest.raises(ChainruleError, match="only for leaf tensors"):
+        (w * 2.0).requires_grad_()
+
+
+def test_render_without_graphviz(monkeypatch):
+    from chainrule.tape.dot import render
+
+    x = ct.tensor(np.ones(2), requires_grad=True)
+    y = cnp.sum(x * x)
+    monkeypatch.setitem(sys.modules, "graphviz", None)  # import graphviz fails
+    with pytest.raises(ChainruleError, match="optional graphviz package: pip install graphviz"):
+        render(y, "graph")
+
+
+# -- the pullback cache ------------------------------------------------------------------------
+def _chain_grad(x0, scale=1.5):
+    x = ct.tensor(x0, requires_grad=True)
+    y = x
+    for _ in range(5):
+        y = cnp.tanh(y * scale) + y
+    cnp.sum(y).backward()
+    return x.grad
+
+
+def test_pullback_is_interpreted_first_and_compiled_when_the_structure_comes_back():
+    x0 = np.array([0.3, -0.2])
+    codegen, built = STATS["backward_codegen"], STATS["backward_compilations"]
+    first = _chain_grad(x0, scale=1.25)  # a new structure (the scalar is part of it)
+    assert STATS["backward_compilations"] == built + 1
+    assert STATS["backward_codegen"] == codegen
+    second = _chain_grad(x0, scale=1.25)  # seen before: optimized and compiled now
+    assert STATS["backward_codegen"] == codegen + 1
+    third = _chain_grad(x0, scale=1.25)
+    assert STATS["backward_codegen"] == codegen + 1
+    assert STATS["backward_compilations"] == built + 1
+    np.testing.assert_allclose(second, first, rtol=1e-14)
+    np.testing.assert_allclose(third, first, rtol=1e-14)
+
+
+def test_structure_key_tells_scalars_apart_exactly():
+    for c in (0.0, -0.0, 0.0, -0.0):
+        x = ct.tensor(np.array([2.0]), requires_grad=True)
+        cnp.sum(x * c).backward()
+        assert np.signbit(x.grad[0]) == np.signbit(c)
+    x = ct.tensor(np.array([2.0]), requires_grad=True)
+    cnp.sum(x * 2 + x * 2.0).backward()  # int and float scalars: both weakly typed
+    np.testing.assert_allclose(x.grad, [4.0])
+
+
+def test_pullback_cache_is_bounded(monkeypatch):
+    from chainrule.tape import pullback
+
+    graph_module = sys.modules["chainrule.tape.graph"]
+    monkeypatch.setattr(pullback, "CACHE_ENTRIES", 4)
+    graph_module._BACKWARD_CACHE.clear()
+    for n in range(1, 12):  # a dynamic graph: a new structure every step
+        x = ct.tensor(np.array([0.1]), requires_grad=True)
+        y = x
+        for _ in range(n):
+            y = cnp.sin(y)
+        cnp.sum(y).backward()
+        assert len(graph_module._BACKWARD_CACHE) <= 4
+
+
+def test_memoized_rules_keep_attribute_types_apart():
+    from chainrule.errors import TypeInferenceError
+
+    a = np.ones((2, 3))
+    np.testing.assert_allclose(cnp.sum(a, axis=1), [3.0, 3.0])
+    with pytest.raises(TypeInferenceError, match="axis must be an int"):
+        cnp.sum(a, axis=True)  # True == 1 and hashes alike, but is refused
+    t = ct.tensor(a, requires_grad=True)
+    assert cnp.sum(t, axis=1).shape == (2,)
+    with pytest.raises(TypeInferenceError, match="axis must be an int"):
+        cnp.sum(t, axis=True)
+    i8 = np.ones(3, np.int8)
+    assert (i8 + 1).dtype == np.int8 and cnp.add(i8, 1).dtype == np.int8
+    for _ in range(2):  # the memoized scalar dtype still checks each value
+        with pytest.raises(OverflowError):
+            cnp.add(i8, 1000)
+    f32 = ct.tensor(np.ones(2, np.float32), requires_grad=True)
+    assert (f32 * 2.0).dtype == np.float32
+
+
+# -- memory ----------------------------------------------------------------------------------
+def test_training_loop_does_not_grow_memory():
+    import tracemalloc
+
+    rng = np.random.default_rng(5)
+    X, Y = rng.normal(size=(16, 8)), rng.normal(size=(16, 2))
+    params = [rng.normal(size=(8, 16)) * 0.1, np.zeros(16), rng.normal(size=(16, 2)) * 0.1]
+
+    def step():
+        ts = [ct.tensor(p, requires_grad=True) for p in params]
+        W1, b1, W2 = ts
+        loss = cnp.mean((cnp.tanh(X @ W1 + b1) @ W2 - Y) ** 2)
+        loss.backward()  # a fresh graph every step, freed by the next one
+        for i, t in enumerate(ts):
+            params[i] = params[i] - 0.1 * t.grad
+        return float(loss)
+
+    first = [step() for _ in range(5)]  # the structure is built and compiled here
+    tracemalloc.start()
+    try:
+        for _ in range(20):
+            step()
+        base = tracemalloc.get_traced_memory()[0]
+        losses = [step() for _ in range(200)]
+        grown = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert losses[-1] < first[0]
+    assert grown < 256 * 1024, f"memory grew by {grown} bytes over 200 steps"

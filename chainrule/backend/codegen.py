@@ -50,6 +50,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..errors import CodegenError, InterpretError
+from ..ir.indexing import ArrayIndex
 from ..ir.nodes import (
     Block,
     Call,
@@ -142,6 +143,12 @@ def _block_uses(block: Block) -> set:
 def _op_call(value, name: str | None = None) -> bool:
     return (type(value) is Call and isinstance(value.callee, Op)
             and (name is None or value.callee.name == name))
+
+
+def _advanced_index(call) -> bool:
+    """An ``index`` with an index array: NumPy's advanced indexing copies, never a view."""
+    return call.callee.name == "index" and any(
+        type(k) is ArrayIndex for k in call.attrs.get("key", ()))
 
 
 def _bufferable(t) -> bool:
@@ -328,8 +335,8 @@ class _ModuleCodegen:
             v = b.value
             if b.var in inline:
                 continue
-            if (_op_call(v) and v.callee.name in NONALIAS_OPS
-                    and OPS.get(v.callee.name) is v.callee):
+            if _op_call(v) and OPS.get(v.callee.name) is v.callee and (
+                    v.callee.name in NONALIAS_OPS or _advanced_index(v)):
                 for a in v.args:
                     if type(a) is not Var:
                         owned.difference_update(_flat_vars(a))
@@ -527,6 +534,10 @@ class CompiledFunction:
                 f"({', '.join(str(p.name) for p in params)}), got {len(args)}")
         args = [_coerce(a, p.type, f"{self.name}: argument {p.name}")
                 for a, p in zip(args, params)]
+        return self.call_unchecked(*args)
+
+    def call_unchecked(self, *args):
+        """Call with arguments already of the parameters' exact types (no coercion)."""
         try:
             return self.fn(*args)
         except RecursionError:

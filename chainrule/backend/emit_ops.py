@@ -226,6 +226,50 @@ def _reduction(method):
     return template
 
 
+def _reduced_count(t, axis) -> int | None:
+    shape = static_shape(t)
+    if shape is None:
+        return None
+    axes = range(len(shape)) if axis is None else axis
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
+def _mean(e: OpEmit):
+    """``x.sum(axis) / n`` for float32/float64: the value ``np.mean`` computes (it
+    divides in float64 and rounds, which for one division is the same correctly
+    rounded quotient), without ``np.mean``'s Python-level overhead."""
+    t = e.types[0]
+    n = _reduced_count(t, e.attrs["axis"])
+    if (n is None or not 1 <= n <= 2**24 or str(t.dtype) not in ("f32", "f64")
+            or e.out.dtype != t.dtype):
+        return _reduction("mean")(e)
+    text = _reduction("sum")(e)
+    return None if text is None else f"{text} / {n}"
+
+
+def _logsumexp(e: OpEmit):
+    """The kernel of ``logsumexp`` written out (same NumPy calls, no wrappers)."""
+    t = e.types[0]
+    axis, keepdims = e.attrs["axis"], e.attrs["keepdims"]
+    out_shape = static_shape(e.out)
+    if (not t.dtype.is_float or t.ndim == 0 or out_shape is None
+            or not isinstance(keepdims, bool) or e.out.dtype != t.dtype):
+        return None
+    ax = "" if axis is None else f"axis={literal(tuple(axis))}, "
+    if axis is not None and literal(tuple(axis)) is None:
+        return None
+    x, m = e.arg(0), e.target
+    lines = [f"{m} = {x}.max({ax}keepdims=True)",
+             f"{m}[~np.isfinite({m})] = 0",
+             f"{m} = np.log(np.exp({x} - {m}).sum({ax}keepdims=True)) + {m}"]
+    if not keepdims:
+        lines.append(f"{m} = {m}.reshape({literal(out_shape)})")
+    return lines
+
+
 def _matmul(e: OpEmit):
     return f"{e.args[0]} @ {e.args[1]}"
 
@@ -372,6 +416,27 @@ def _index(e: OpEmit):
     return None if key is None else f"{e.args[0]}[{key}]"
 
 
+def _unique_index(e: OpEmit) -> bool:
+    """Whether the index arrays of ``index_add`` provably select distinct positions:
+    one of them is a constant of distinct non-negative integers with the shape all
+    of them broadcast to (and the value has the base's dtype), so ``t[key] += g``
+    adds exactly what ``np.add.at`` adds."""
+    types = e.types[2:]
+    if e.types[1].dtype != e.types[0].dtype or any(
+            t.dtype.numpy.kind not in "iu" or static_shape(t) is None for t in types):
+        return False
+    try:
+        shape = np.broadcast_shapes(*(static_shape(t) for t in types))
+    except ValueError:
+        return False
+    for a in e.atoms[2:]:
+        if isinstance(a, Constant) and a.data.shape == shape and a.data.size:
+            flat = a.data.reshape(-1)
+            if flat.min() >= 0 and np.unique(flat).size == flat.size:
+                return True
+    return False
+
+
 def _index_add(e: OpEmit):
     base, g, *arrays = e.args
     key = key_text(e.attrs["key"], arrays)
@@ -382,7 +447,7 @@ def _index_add(e: OpEmit):
         lines = [f"{t} = {base}"]
     else:
         lines = [f"{t} = np.array({base}, copy=True)"]
-    if arrays:
+    if arrays and not _unique_index(e):
         lines.append(f"np.add.at({t}, np.s_[{key}], {g})")
     else:
         lines.append(f"{t}[{key}] += {g}")
@@ -394,7 +459,7 @@ TEMPLATES.update({name: _unary(name) for name in UNARY})
 TEMPLATES.update({
     "relu": _relu, "round": _round, "where": _where, "astype": _astype,
     "stop_gradient": _identity,
-    "sum": _reduction("sum"), "mean": _reduction("mean"), "max": _reduction("max"),
+    "sum": _reduction("sum"), "mean": _mean, "max": _reduction("max"), "logsumexp": _logsumexp,
     "min": _reduction("min"), "prod": _reduction("prod"),
     "matmul": _matmul,
     "reshape": _reshape_to_out, "expand_dims": _reshape_to_out, "squeeze": _reshape_to_out,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..errors import ChainruleError, TypeInferenceError
 from .infer import arg_type, infer_value, simple_block_type
-from .nodes import Binding, Block, Call, Function, Module, Tuple, Var, is_arg
+from .nodes import Binding, Block, Call, Constant, Function, Module, Tuple, Var, is_arg
 from .op import Op
 from .types import FuncType, Type
 
@@ -72,7 +72,7 @@ class Builder:
 
     def call(self, callee, args, attrs: dict | None = None, name: str | None = None) -> Var:
         for a in args:
-            if not is_arg(a):
+            if type(a) is not Var and type(a) is not Constant and not is_arg(a):
                 what = callee.name if isinstance(callee, Op) else getattr(callee, "name", callee)
                 raise ChainruleError(f"{what}: argument {a!r} is not a variable or constant")
         return self.emit(Call(callee, args, attrs or {}), name)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from ..errors import TypeInferenceError
 from .nodes import (
     Block,
@@ -24,6 +26,69 @@ GlobalTypes = Callable[[str], FuncType]
 
 BOOL_SCALAR = TensorType((), "bool")
 
+# -- memoized type rules ---------------------------------------------------------------
+# An op's type rule is a pure function of its operand types and attributes, and a
+# program (or a recorded tape) applies the same few rules over and over: memoize
+# ``op.type_call`` on (op, operand types, attributes). Attribute values are keyed
+# with their types (1, 1.0 and True must stay apart; -0.0 and 0.0 too); values
+# without an exact key (arrays, callables, ...) skip the memo.
+_TYPE_MEMO: dict = {}
+_TYPE_MEMO_LIMIT = 8192
+
+
+def _value_key(v):
+    t = type(v)
+    if t is int or t is bool or t is str or v is None:
+        return (t, v)
+    if t is float:
+        return (t, v.hex())
+    if isinstance(v, (tuple, list)):  # tuples, NamedTuples (index keys), lists
+        parts = []
+        for e in v:
+            k = _value_key(e)
+            if k is None:
+                return None
+            parts.append(k)
+        return (t, tuple(parts))
+    if isinstance(v, str):  # DType and other str subclasses
+        return (t, str(v))
+    if isinstance(v, (np.dtype, type)):
+        return (t, v)
+    if isinstance(v, (np.bool_, np.integer, np.floating)):
+        return (t, _value_key(v.item()))
+    return None
+
+
+def attrs_key(attrs: dict):
+    """A hashable key that tells attribute dicts apart exactly, or None."""
+    if not attrs:
+        return ()
+    out = []
+    for k, v in attrs.items():
+        vk = _value_key(v)
+        if vk is None:
+            return None
+        out.append((k, vk))
+    return tuple(out)
+
+
+def type_call(op: Op, types, attrs: dict) -> tuple[dict, Type]:
+    """``op.type_call(types, attrs)``, memoized (callers must not mutate the dict)."""
+    ak = attrs_key(attrs)
+    if ak is None:
+        return op.type_call(list(types), attrs)
+    key = (op, tuple(types), ak)
+    try:
+        hit = _TYPE_MEMO.get(key)
+    except TypeError:  # an unhashable type
+        return op.type_call(list(types), attrs)
+    if hit is None:
+        hit = op.type_call(list(types), attrs)
+        if len(_TYPE_MEMO) >= _TYPE_MEMO_LIMIT:
+            _TYPE_MEMO.clear()
+        _TYPE_MEMO[key] = hit
+    return hit
+
 
 def arg_type(x) -> Type:
     """Type of an atom or tuple of atoms."""
@@ -38,9 +103,10 @@ def arg_type(x) -> Type:
 
 def infer_call(call: Call, global_types: GlobalTypes) -> tuple[Call, Type]:
     callee = call.callee
-    types = [arg_type(a) for a in call.args]
+    types = [a.type if type(a) is Var or type(a) is Constant else arg_type(a)
+             for a in call.args]
     if isinstance(callee, Op):
-        attrs, t = callee.type_call(types, call.attrs)
+        attrs, t = type_call(callee, types, call.attrs)
         return (call if attrs == call.attrs else Call(callee, call.args, attrs)), t
     if isinstance(callee, GlobalVar):
         ftype = global_types(callee.name)

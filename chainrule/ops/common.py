@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
+from ..ir.infer import attrs_key
 from ..ir.op import REQUIRED, Op, register_op
 from ..ir.types import DType, TensorType, TupleType, Type
 
@@ -47,14 +48,61 @@ def to_arrays(args) -> list:
             else np.asarray(a) for a in args]
 
 
+# (op, operand signature, attributes) -> (normalized attributes, dtypes of the Python
+# scalar operands): what ``evaluate`` works out before running a kernel, memoized for
+# operands that are arrays and Python scalars (the dtype NumPy 2 gives a scalar
+# depends on its type and the arrays' dtypes, not on its value).
+_EVAL_MEMO: dict = {}
+_EVAL_MEMO_LIMIT = 8192
+_ndarray = np.ndarray
+
+
+def _eval_key(op, args, attrs):
+    sig = []
+    strong = False
+    for a in args:
+        t = type(a)
+        if t is _ndarray:
+            sig.append((a.shape, a.dtype))
+            strong = True
+        elif t is float or t is int or t is bool:
+            sig.append(t)
+        else:
+            return None
+    if not strong:
+        return None
+    ak = attrs_key(attrs)
+    if ak is None:
+        return None
+    return (op, tuple(sig), ak)
+
+
 def evaluate(op: Op, args, attrs, with_attrs: bool = False):
     """Run an op's kernel on concrete values, normalizing attributes as the IR does
     (``with_attrs=True`` also returns the normalized attributes)."""
-    arrays = to_arrays(args)
-    types = [TensorType(a.shape, DType(a.dtype)) for a in arrays]
-    attrs, _ = op.type_call(types, attrs)
+    key = _eval_key(op, args, attrs)
+    hit = None if key is None else _EVAL_MEMO.get(key)
+    if hit is not None:
+        attrs, scalar_dtypes = hit
+        if scalar_dtypes is None:
+            arrays = args
+        else:
+            arrays = [a if d is None else np.asarray(a, dtype=d)
+                      for a, d in zip(args, scalar_dtypes)]
+    else:
+        arrays = to_arrays(args)
+        types = [TensorType(a.shape, DType(a.dtype)) for a in arrays]
+        attrs, _ = op.type_call(types, attrs)
+        if key is not None:
+            scalar_dtypes = None
+            if any(type(a) in PYTHON_SCALARS for a in args):
+                scalar_dtypes = tuple(arr.dtype if type(a) in PYTHON_SCALARS else None
+                                      for a, arr in zip(args, arrays))
+            if len(_EVAL_MEMO) >= _EVAL_MEMO_LIMIT:
+                _EVAL_MEMO.clear()
+            _EVAL_MEMO[key] = (attrs, scalar_dtypes)
     out = op.kernel(*arrays, **attrs)
-    return (out, attrs) if with_attrs else out
+    return (out, dict(attrs)) if with_attrs else out
 
 
 def op_function(op: Op):
@@ -90,6 +138,12 @@ def tensor_types(op: str, types) -> list[TensorType]:
 
 
 def broadcast_shapes(op: str, types) -> tuple:
+    if len(types) == 2:  # the common case: equal shapes, or a scalar and a shape
+        s0, s1 = types[0].shape, types[1].shape
+        if s0 == s1 or not s1:
+            return s0
+        if not s0:
+            return s1
     ndim = max((len(t.shape) for t in types), default=0)
     out = []
     for i in range(ndim):
@@ -112,11 +166,21 @@ def broadcast_shapes(op: str, types) -> tuple:
     return tuple(out)
 
 
+_PROMOTED: dict = {}  # tuple of dtype names -> DType (a bounded set)
+
+
 def promote(op: str, types) -> DType:
+    key = tuple([t.dtype for t in types])
+    out = _PROMOTED.get(key)
+    if out is not None:
+        return out
     try:
-        return DType(np.result_type(*[t.dtype.numpy for t in types]))
+        out = DType(np.result_type(*[t.dtype.numpy for t in types]))
     except TypeError:
         raise TypeInferenceError(f"{op}: cannot promote dtypes of {fmt(types)}") from None
+    if len(key) <= 4:
+        _PROMOTED[key] = out
+    return out
 
 
 def normalize_axis(op: str, axis: int, ndim: int) -> int:

@@ -4,56 +4,79 @@
 depends on — nothing recorded for other results is touched — and lays them
 out as one IR function (a Wengert list): leaves requiring grad and other
 array inputs become parameters. The ``gradient`` machinery turns it into a
-pullback; the pullback is compiled once per *structure* (ops, attributes,
-wiring, types) and reused by every later backward of the same shape.
+pullback, cached per *structure* (ops, attributes, wiring, types) and reused
+by every later backward of the same shape: interpreted the first time, code
+generated when the structure comes back (pullback.py).
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import contextlib
+import gc
 
 import numpy as np
 
 from ..errors import ChainruleError, GradientError
 from ..ir.builder import Builder
-from ..ir.nodes import Call, Constant, Function, Module, TupleGetItem, Var
+from ..ir.infer import attrs_key, type_call
+from ..ir.nodes import Constant, Module, TupleGetItem
 from ..ir.types import DType, TensorType, TupleType
-from ..ir.visitor import free_vars
 from ..ops.common import PYTHON_SCALARS, evaluate, weak_scalar_dtype
-from .tensor import MODE, Node, Tensor
+from .pullback import STATS, Pullback, PullbackCache
+from .tensor import MODE, Tensor
 
 FREED = ("freed",)  # a node's args after backward without retain_graph
-STATS = {"backward_compilations": 0, "last_nodes": 0, "last_ops": Counter()}
-_BACKWARD_CACHE: dict = {}
+_BACKWARD_CACHE = PullbackCache()
 
 
-def _parents(node: Node):
-    if node.args is FREED:
-        raise ChainruleError("trying to backward through the graph a second time (its "
-                             "intermediate values were freed); pass retain_graph=True to "
-                             "the first backward")
-    for a in node.args:
-        if isinstance(a, Tensor):
-            yield a
+@contextlib.contextmanager
+def _gc_paused():
+    """No cyclic GC while a backward builds and runs its pullback: it allocates many
+    long-lived objects (IR nodes), and each collection would walk all of them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
-def topological(root: Tensor, include) -> list[Tensor]:
-    """Recorded tensors ``root`` depends on, operands first; no recursion."""
-    order, state = [], {}
-    stack = [(root, False)]
+def _freed_error() -> ChainruleError:
+    return ChainruleError("trying to backward through the graph a second time (its "
+                          "intermediate values were freed); pass retain_graph=True to "
+                          "the first backward")
+
+
+def topological(root: Tensor, include=None, cut=None) -> list[Tensor]:
+    """Recorded tensors ``root`` depends on (those ``include`` accepts, default: those
+    requiring grad, minus the ids in ``cut``), operands first; no recursion.
+
+    Recording order is a topological order, so this is a plain reachability walk
+    sorted by each node's sequence number.
+    """
+    if include is None:
+        def include(u):
+            return u.requires_grad and (cut is None or id(u) not in cut)
+    if root.node is None or not include(root):
+        return []
+    seen = {id(root)}
+    out = []
+    stack = [root]
+    pop, push, add = stack.pop, stack.append, seen.add
     while stack:
-        t, done = stack.pop()
-        if done:
-            order.append(t)
-            continue
-        if id(t) in state or t.node is None or not include(t):
-            continue
-        state[id(t)] = True
-        stack.append((t, True))
-        for p in _parents(t.node):
-            if id(p) not in state:
-                stack.append((p, False))
-    return order
+        t = pop()
+        out.append(t)
+        args = t.node.args
+        if args is FREED:
+            raise _freed_error()
+        for a in args:
+            if isinstance(a, Tensor) and a.node is not None and id(a) not in seen \
+                    and include(a):
+                add(id(a))
+                push(a)
+    out.sort(key=_seq)
+    return out
 
 
 def _aval_of(x):
@@ -82,8 +105,8 @@ def infer_aval(t: Tensor):
                 types.append(TensorType((), DType(weak_scalar_dtype(a, strong))))
             else:
                 types.append(_ttype(_aval_of(a)))
-        attrs, out = node.op.type_call(types, node.attrs)
-        node.attrs = attrs
+        attrs, out = type_call(node.op, types, node.attrs)
+        node.attrs = dict(attrs)
         u._type = ([(f.shape, f.dtype.numpy) for f in out.fields]
                    if isinstance(out, TupleType) else (out.shape, out.dtype.numpy))
     return t._type
@@ -107,72 +130,84 @@ class _Layout:
         self.cut = None if wrt is None else {id(t) for t in wrt}
         self.leaves: list[Tensor] = list(wrt or [])  # parameters: leaves, then inputs
         self.position: dict[int, tuple] = {id(t): ("leaf", i) for i, t in enumerate(self.leaves)}
-        cut = self.cut
-        include = (lambda u: u.requires_grad) if cut is None else (
-            lambda u: u.requires_grad and id(u) not in cut)
-        self.nodes = sorted(topological(loss, include), key=lambda u: u.node.seq)
+        self.nodes = nodes = topological(loss, cut=self.cut)
         self.loss = loss
         self.inputs: list = []
+        position = self.position
+        ref = self._ref
         key = []
-        for t in self.nodes:
+        for k, t in enumerate(nodes):
             node = t.node
-            refs = []
-            for a in node.args:
-                refs.append(self._ref(a))
+            refs = tuple([position.get(id(a)) or ref(a) for a in node.args])
             if node.op is None:
                 key.append(("item", refs[0], node.attrs["index"]))
             else:
-                key.append((node.op.name, tuple(refs), _attrs_key(node.attrs)))
-            self.position[id(t)] = ("node", len(key) - 1)
-        self.key = (tuple(key), tuple(_aval_key(x) for x in self.leaves + self.inputs),
+                ak = attrs_key(node.attrs) if node.attrs else ()
+                key.append((node.op, refs, object() if ak is None else ak))
+            position[id(t)] = ("node", k)
+        self.key = (tuple(key), tuple([_aval_key(x) for x in self.leaves + self.inputs]),
                     self._ref(loss))
 
     def _ref(self, a):
-        if isinstance(a, Tensor) and id(a) in self.position:
-            return self.position[id(a)]
-        if type(a) in PYTHON_SCALARS:
-            return ("scalar", type(a).__name__, a)
+        position = self.position
+        ref = position.get(id(a))
+        if ref is not None and isinstance(a, Tensor):
+            return ref
+        ta = type(a)
+        if ta in PYTHON_SCALARS:  # exact: 1, 1.0 and True differ, and so do -0.0 and 0.0
+            return ("scalar", ta.__name__, a.hex() if ta is float else a)
+        if ref is not None:
+            return ref
         if isinstance(a, Tensor) and a.requires_grad and a.node is None and self.cut is None:
-            self.position[id(a)] = ("leaf", len(self.leaves))
+            ref = position[id(a)] = ("leaf", len(self.leaves))
             self.leaves.append(a)
-            return self.position[id(a)]
-        self.position[id(a)] = ("input", len(self.inputs))
+            return ref
+        ref = position[id(a)] = ("input", len(self.inputs))
         self.inputs.append(a)
-        return self.position[id(a)]
+        return ref
 
     def module(self) -> Module:
         b = Builder()
         params = [b.param(f"w{i}", _ttype(_aval_of(x))) for i, x in enumerate(self.leaves)]
         params += [b.param(f"in{i}", _ttype(_aval_of(x))) for i, x in enumerate(self.inputs)]
         self.param_vars = params
-        env = {}
+        n_leaves = len(self.leaves)
+        position = self.position
         node_vars = []
+        constants: dict = {}  # one Constant per scalar value and dtype context
         for t in self.nodes:
             node = t.node
             atoms = []
+            strong = None
             for a in node.args:
-                ref = self.position.get(id(a)) if type(a) not in PYTHON_SCALARS else None
+                ref = position.get(id(a)) if type(a) not in PYTHON_SCALARS else None
                 if ref is None:
-                    strong = [_aval_of(x)[1] for x in node.args if type(x) not in PYTHON_SCALARS]
-                    atoms.append(Constant(np.asarray(a, weak_scalar_dtype(a, strong))))
+                    if strong is None:
+                        strong = tuple([_aval_of(x)[1] for x in node.args
+                                        if type(x) not in PYTHON_SCALARS])
+                    ckey = (type(a), a.hex() if type(a) is float else a, strong)
+                    c = constants.get(ckey)
+                    if c is None:
+                        c = constants[ckey] = Constant(np.asarray(a, weak_scalar_dtype(a,
+                                                                                   strong)))
+                    atoms.append(c)
                 elif ref[0] == "node":
                     atoms.append(node_vars[ref[1]])
                 elif ref[0] == "leaf":
                     atoms.append(params[ref[1]])
                 else:
-                    atoms.append(params[len(self.leaves) + ref[1]])
+                    atoms.append(params[n_leaves + ref[1]])
             if node.op is None:
                 var = b.emit(TupleGetItem(atoms[0], node.attrs["index"]))
             else:
                 var = b.call(node.op, atoms, node.attrs)
             node_vars.append(var)
-            env[id(t)] = var
         self.node_vars = node_vars
-        result = env.get(id(self.loss))
-        if result is None:
+        ref = position.get(id(self.loss))
+        if ref is None or ref[0] != "node":
             raise GradientError("backward: the tensor does not depend on anything that "
                                 "requires grad")
-        return b.finish_module("main", result)
+        return b.finish_module("main", node_vars[ref[1]])
 
     def value_of(self, ref):
         kind, i = ref
@@ -183,14 +218,8 @@ class _Layout:
         return self.inputs[i]
 
 
-def _attrs_key(attrs):
-    return tuple(sorted((k, _hashable(v)) for k, v in attrs.items()))
-
-
-def _hashable(v):
-    if isinstance(v, list):
-        return tuple(_hashable(e) for e in v)
-    return v
+def _seq(t: Tensor) -> int:
+    return t.node.seq
 
 
 def _aval_key(x):
@@ -211,58 +240,6 @@ def record_module(t: Tensor) -> Module:
         raise
 
 
-class _CompiledBackward:
-    """A pullback for one graph structure: ``run(values..., cotangent) -> leaf grads``."""
-
-    def __init__(self, layout: _Layout):
-        from ..api import compile_function, optimize
-        from ..transform.gradient import vjp_module
-
-        module = layout.module()
-        main = module["main"]
-        vm = vjp_module(module, "main")["main_vjp"]
-        forward = vm.body.bindings[:-1]
-        pullback: Function = vm.body.bindings[-1].value
-        if len(forward) != len(main.body.bindings):
-            raise GradientError("internal: the tape's forward copy is not one-to-one")
-        where = {p: ("param", i) for i, p in enumerate(vm.params)}
-        for i, b in enumerate(forward):
-            where[b.var] = ("node", i)
-        self.sources = [where[v] for v in free_vars(pullback)]
-        n_leaves = len(layout.leaves)
-        self.n_leaves = n_leaves
-        params = [Var(v.name, v.type) for v in free_vars(pullback)]
-        from ..ir.visitor import Mutator
-
-        m = Mutator(Module())
-        m.builder = Builder()
-        for old, new in zip(free_vars(pullback), params):
-            m.subst[old] = new
-        ct = m.copy_var(pullback.params[0])
-        m.builder.params = params + [ct]
-        m.emit_bindings(pullback.body.bindings)
-        result = m.atom(pullback.body.result)
-        fn = m.builder.finish_function(result)
-        self.module = optimize(Module({"backward": fn}))
-        self.ops = Counter(b.value.callee.name for b in main.body.bindings
-                           if isinstance(b.value, Call))
-        self.fn = compile_function(self.module, "backward")
-        STATS["backward_compilations"] += 1
-
-    def arguments(self, layout: _Layout, tensors: bool):
-        out = []
-        for kind, i in self.sources:
-            if kind == "param":
-                x = layout.leaves[i] if i < self.n_leaves else layout.inputs[i - self.n_leaves]
-            else:
-                x = layout.nodes[i]
-            if tensors:
-                out.append(x if isinstance(x, Tensor) else np.asarray(x))
-            else:
-                out.append(x.value() if isinstance(x, Tensor) else np.asarray(x))
-        return out
-
-
 def _seed(loss: Tensor, gradient):
     shape, dtype = loss.aval()
     if gradient is None:
@@ -278,27 +255,44 @@ def _seed(loss: Tensor, gradient):
 
 
 def _run(layout: _Layout, seed, create_graph: bool):
-    """Gradients for ``layout.leaves``, from the cached compiled pullback."""
+    """Gradients for ``layout.leaves``, from the pullback of the graph's structure."""
     force(layout.loss)
-    compiled = _BACKWARD_CACHE.get(layout.key)
-    if compiled is None:
-        compiled = _CompiledBackward(layout)
-        _BACKWARD_CACHE[layout.key] = compiled
+    pb = _BACKWARD_CACHE.get(layout.key)
+    if pb is None:
+        pb = Pullback(layout)  # new structure: interpreted this time
+        _BACKWARD_CACHE.put(layout.key, pb)
+    elif pb.compiled is None and not create_graph:
+        pb.compile()  # the structure came back: generate code for it once
     STATS["last_nodes"] = len(layout.nodes)
-    STATS["last_ops"] = compiled.ops
+    STATS["last_ops"] = pb.ops
     if create_graph:
-        from ..backend.interpret import Interpreter
-
-        args = compiled.arguments(layout, tensors=True) + [seed]
-        return Interpreter(compiled.module, dispatch=True).call_function(
-            compiled.module["backward"], args, {})
+        return pb.run_recording(_arguments(pb, layout, tensors=True) + [seed])
+    if isinstance(seed, Tensor):
+        seed = np.asarray(seed.value(), layout.loss.aval()[1])
     old = MODE.grad_enabled
     MODE.grad_enabled = False
     try:
-        return compiled.fn(*compiled.arguments(layout, tensors=False),
-                           seed.value() if isinstance(seed, Tensor) else seed)
+        return pb.run(_arguments(pb, layout, tensors=False) + [seed])
     finally:
         MODE.grad_enabled = old
+
+
+def _arguments(pb: Pullback, layout: _Layout, tensors: bool) -> list:
+    """The pullback's arguments: the saved values it reads, from the recorded graph."""
+    leaves, inputs, nodes, n_leaves = layout.leaves, layout.inputs, layout.nodes, pb.n_leaves
+    out = []
+    for kind, i in pb.sources:
+        if kind == "node":
+            x = nodes[i]
+        else:
+            x = leaves[i] if i < n_leaves else inputs[i - n_leaves]
+        if isinstance(x, Tensor):
+            if tensors:
+                out.append(x)
+                continue
+            x = x.value()
+        out.append(x if type(x) is np.ndarray else np.asarray(x))
+    return out
 
 
 def backward(loss: Tensor, gradient=None, retain_graph: bool = False,
@@ -310,8 +304,9 @@ def backward(loss: Tensor, gradient=None, retain_graph: bool = False,
         seed = np.ones(loss.shape, loss.dtype) if gradient is None else np.asarray(gradient)
         _accumulate(loss, seed)
         return
-    layout = _Layout(loss)
-    grads = _run(layout, _seed(loss, gradient), create_graph)
+    with _gc_paused():
+        layout = _Layout(loss)
+        grads = _run(layout, _seed(loss, gradient), create_graph)
     for leaf, g in zip(layout.leaves, grads):
         _accumulate(leaf, g)
     if not retain_graph and not create_graph:
@@ -328,10 +323,11 @@ def grad_tensors(out: Tensor, wrt, gradient=None, create_graph: bool = False) ->
     if any(out is t for t in wrt):
         seed = _seed(out, gradient)
         return [seed if out is t else np.zeros(t.shape, t.dtype) for t in wrt]
-    layout = _Layout(out, wrt)
-    if not layout.nodes:
-        return [np.zeros(t.shape, t.dtype) for t in wrt]
-    return list(_run(layout, _seed(out, gradient), create_graph))
+    with _gc_paused():
+        layout = _Layout(out, wrt)
+        if not layout.nodes:
+            return [np.zeros(t.shape, t.dtype) for t in wrt]
+        return list(_run(layout, _seed(out, gradient), create_graph))
 
 
 def _accumulate(leaf: Tensor, g) -> None:

@@ -10,6 +10,7 @@ computing; values are computed on demand, only for what is needed.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 
 import numpy as np
@@ -54,14 +55,15 @@ class Node:
     """One recorded op: its operands (tensors or plain values) and attributes."""
 
     __slots__ = ("op", "args", "attrs", "seq", "__weakref__")
-    counter = 0
 
     def __init__(self, op, args, attrs):
         self.op = op
         self.args = args
         self.attrs = attrs
-        Node.counter += 1
-        self.seq = Node.counter  # recording order, so graphs print as they were written
+        self.seq = next(_SEQ)  # recording order, so graphs print as they were written
+
+
+_SEQ = itertools.count(1)
 
 
 class Tensor(ArrayMethods):
@@ -183,21 +185,27 @@ class Tensor(ArrayMethods):
 
     # -- recording ------------------------------------------------------------------------
     def _cr_apply(self, op, args, attrs):
-        record = MODE.grad_enabled and any(
-            isinstance(a, Tensor) and a.requires_grad for a in args)
-        if MODE.lazy:
-            node = Node(op, tuple(args), attrs)
-            t = Tensor(None, requires_grad=record, node=node)
+        mode = MODE
+        record = False
+        if mode.grad_enabled:
+            for a in args:
+                if isinstance(a, Tensor) and a.requires_grad:
+                    record = True
+                    break
+        if mode.lazy:
+            t = Tensor(None, requires_grad=record, node=Node(op, tuple(args), attrs))
             return _split_tuple(t)
-        values = [a.value() if isinstance(a, Tensor) else a for a in args]
+        values = [(a._value if a._value is not None else a.value())
+                  if isinstance(a, Tensor) else a for a in args]
         out, attrs = evaluate(op, values, attrs, with_attrs=True)
         if not record:
-            if isinstance(out, tuple):
+            if type(out) is tuple:
                 return tuple(Tensor(o) for o in out)
             return Tensor(out)
-        node = Node(op, tuple(args), attrs)
-        t = Tensor(out, requires_grad=True, node=node)
-        return _split_tuple(t)
+        t = Tensor(out, requires_grad=True, node=Node(op, tuple(args), attrs))
+        if type(out) is tuple:
+            return _split_tuple(t)
+        return t
 
 
 def _split_tuple(t: Tensor):

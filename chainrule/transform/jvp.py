@@ -43,6 +43,7 @@ class _Context:
         self.module = module
         self.generated: dict[str, Function] = {}
         self.types: dict[str, FuncType] = {}
+        self.loop_splits: dict[Var, int] = {}
 
     def jvp_name(self, name: str) -> str:
         jname = f"{name}_jvp"
@@ -273,6 +274,7 @@ def _while_forward(sweep: _ForwardSweep, binding: Binding) -> None:
             if has_float(v.type)]
     body = b.end_block(Tuple(nxt + dnxt))
     loop = b.emit(While(new_lvs + dots, init + dinit, cond, body), f"{binding.var.name}_loop")
+    sweep.ctx.loop_splits[loop] = len(lvs)  # for linearize: which loop variables are primal
     finals = [b.emit(TupleGetItem(loop, i), v.name) for i, v in enumerate(lvs)]
     tangents = {v: b.emit(TupleGetItem(loop, len(lvs) + k), f"{v.name}_dot")
                 for k, v in enumerate(floats)}
@@ -315,4 +317,4 @@ def jvp(module: Module, func: str = "main") -> Module:
     ctx.jvp_name(func)
     funcs = dict(module.functions)
     funcs.update(ctx.generated)
-    return Module(funcs, module.meta)
+    return Module(funcs, {**module.meta, "loop_splits": ctx.loop_splits})

@@ -14,28 +14,10 @@ from ..errors import GradientError
 from ..ir.builder import Builder
 from ..ir.nodes import Call, Function, Module, Tuple, Var
 from ..ir.op import Op
-from ..ir.types import TupleType, has_float
-from ..ir.visitor import Mutator, nested_blocks, vars_used
+from ..ir.types import TensorType, TupleType, has_float
+from ..ir.visitor import Mutator, vars_used
 from .jvp import jvp
-
-
-def _split(fn: Function, n_primal: int):
-    tangent_vars = set(fn.params[n_primal:])
-    for b in fn.body.bindings:
-        if nested_blocks(b.value):
-            raise GradientError(f"linearize: {b.var.name} holds control flow or a closure, "
-                                f"which linearize does not unzip yet")
-        if isinstance(b.value, Call) and not isinstance(b.value.callee, Op):
-            raise GradientError(f"linearize: {b.var.name} calls a module function; inline "
-                                f"it first")
-        if any(v in tangent_vars for v in vars_used(b.value)):
-            tangent_vars.add(b.var)
-    primal = [b for b in fn.body.bindings if b.var not in tangent_vars]
-    tangent = [b for b in fn.body.bindings if b.var in tangent_vars]
-    # argument-free ops (zeros) needed by the tangent side are recomputed there
-    nullary = {b.var for b in primal if isinstance(b.value, Call)
-               and isinstance(b.value.callee, Op) and not b.value.args}
-    return primal, tangent, tangent_vars, nullary
+from .unzip import Unzip
 
 
 def linearize(module: Module, func: str = "main") -> Module:
@@ -44,15 +26,24 @@ def linearize(module: Module, func: str = "main") -> Module:
     jm = jvp(module, func)
     jf = jm[f"{func}_jvp"]
     n = len(base.params)
-    primal, tangent, tangent_vars, nullary = _split(jf, n)
+    for b in jf.body.bindings:
+        if isinstance(b.value, Call) and not isinstance(b.value.callee, Op):
+            raise GradientError(f"linearize: {b.var.name} calls a module function; inline "
+                                f"it first")
+    uz = Unzip(jf.params[n:], jm.meta.get("loop_splits"))
+    primal, tangent = uz.block(jf.body.bindings)
     result, dresult = jf.body.result.fields
+    # argument-free ops (zeros) needed by the tangent side are recomputed there
+    nullary = {b.var for b in primal if isinstance(b.value, Call)
+               and isinstance(b.value.callee, Op) and not b.value.args
+               and isinstance(b.var.type, TensorType)}
     moved = [b for b in primal if b.var in nullary]
-    needed = []
-    seen = set()
+    defined = set(jf.params[:n]) | {b.var for b in primal}
+    needed, seen = [], set()
     uses = [v for b in tangent for v in vars_used(b.value)] + [
         v for v in vars_used(Tuple([dresult])) if isinstance(v, Var)]
     for v in uses:
-        if v not in tangent_vars and v not in nullary and v not in seen:
+        if v in defined and v not in nullary and v not in seen:
             seen.add(v)
             needed.append(v)
 

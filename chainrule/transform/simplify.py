@@ -74,6 +74,13 @@ _RESHAPES = {"reshape", "expand_dims", "squeeze"}
 # ops that keep a uniform value uniform (every element equal)
 _UNIFORM_PRESERVING = {"broadcast_to", "reshape", "expand_dims", "squeeze", "permute_dims",
                        "flip"}
+# ops that broadcast their operands as NumPy does (operand position -> may broadcast):
+# an operand made by ``broadcast_to`` can be read unbroadcast, the result is the same
+_BROADCASTING = frozenset({
+    "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "equal",
+    "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+    "logical_or", "where"})
+_CREATION = frozenset({"zeros", "ones", "full", "arange"})
 _NO_VALUE = object()
 
 
@@ -190,9 +197,13 @@ class _Simplifier:
 
     # -- rules ----------------------------------------------------------------------------
     def fold(self, var: Var, call: Call):
-        if not call.args or not all(type(a) is Constant for a in call.args):
-            return None
         t = var.type
+        if not call.args:  # a creation op: folded when it makes a scalar
+            if call.callee.name not in _CREATION or not (
+                    isinstance(t, TensorType) and t.shape == ()):
+                return None
+        elif not all(type(a) is Constant for a in call.args):
+            return None
         fields = t.fields if isinstance(t, TupleType) else (t,)
         size = 0
         for f in fields:
@@ -217,12 +228,43 @@ class _Simplifier:
             consts.append(Constant(arr.astype(f.dtype.numpy, copy=False)))
         return Tuple(consts) if isinstance(t, TupleType) else consts[0]
 
+    def unbroadcast(self, call: Call, t) -> Call | None:
+        """``f(broadcast_to(a), b)`` -> ``f(a, b)`` for an op that broadcasts (and
+        ``index_add``'s value), when the result type stays ``t``: NumPy broadcasts
+        ``a`` itself, without the view."""
+        name = call.callee.name
+        if name == "index_add":
+            positions = (1,)
+        elif name in _BROADCASTING:
+            positions = range(len(call.args))
+        else:
+            return None
+        for k in positions:
+            a = call.args[k]
+            inner = self.op_def(a, ("broadcast_to",))
+            if inner is not None:
+                src = inner.args[0]
+            elif (type(a) is Constant and a.data.ndim and a.data.dtype.kind in "biuf"
+                  and self.uniform_of(a) is not _NO_VALUE):
+                src = Constant(a.data.reshape(-1)[:1].reshape(()))  # same dtype, one element
+            else:
+                continue
+            args = list(call.args)
+            args[k] = src
+            new = self.typed_call(name, args, call.attrs, t)
+            if new is not None:
+                return new
+        return None
+
     def rules(self, var: Var, call: Call, out: list):
         """A simpler value for ``var = call`` (atom or Call or Tuple), or None."""
         name = call.callee.name
         args = call.args
         t = var.type
         hint = var.name
+        new = self.unbroadcast(call, t)
+        if new is not None:
+            return new
         if name in ("add", "subtract", "multiply", "divide", "power"):
             a, b = args
             ua, ub = self.uniform_of(a), self.uniform_of(b)

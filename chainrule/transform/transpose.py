@@ -16,9 +16,20 @@ from ..errors import TransposeError
 from ..frontend.array_methods import ArrayMethods
 from ..frontend.tracer import Trace
 from ..ir.builder import Builder
-from ..ir.nodes import Binding, Call, Constant, Function, Module, Tuple, TupleGetItem, Var
+from ..ir.nodes import (
+    Binding,
+    Call,
+    Constant,
+    Function,
+    If,
+    Module,
+    Tuple,
+    TupleGetItem,
+    Var,
+    While,
+)
 from ..ir.op import Op, get_op
-from ..ir.types import TensorType, TupleType, has_float
+from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, nested_blocks, vars_used
 from ..ops.common import HANDLERS
 from ..rules import LINEAR, VJP
@@ -81,6 +92,210 @@ def _check_linear(binding: Binding, linear_positions: list[int]) -> None:
             f"operand(s) at position(s) {linear_positions}; the program is not linear")
 
 
+def _linear_vars(bindings, lin: set) -> None:
+    """Add every variable that depends on a linear one (nested blocks included)."""
+    for b in bindings:
+        for inner in nested_blocks(b.value):
+            if isinstance(b.value, While):
+                # a loop variable is linear when its initial value or its update is
+                n = len(b.value.loop_vars)
+                for _ in range(2):
+                    for lv, init, nxt in zip(b.value.loop_vars, b.value.init,
+                                             _fields(b.value.body.result, n)):
+                        if _mentions(init, lin) or _mentions(nxt, lin):
+                            lin.add(lv)
+                    _linear_vars(b.value.cond.bindings, lin)
+                    _linear_vars(b.value.body.bindings, lin)
+                break
+            _linear_vars(inner.bindings, lin)
+        if any(v in lin for v in vars_used(b.value)):
+            lin.add(b.var)
+
+
+def _fields(result, n):
+    if n == 1:
+        return [result]
+    return list(result.fields) if isinstance(result, Tuple) else [None] * n
+
+
+class _Transposer:
+    """Transposes blocks: coefficients (non-linear bindings) first, then the
+    linear bindings in reverse, accumulating cotangents (seed 002's accMap)."""
+
+    def __init__(self, module: Module, trace: Trace, lin: set):
+        self.trace = trace
+        self.b = trace.builder
+        self.lin = lin
+        self.copy = Mutator(module)
+        self.copy.builder = self.b
+
+    def wants(self, v) -> bool:
+        return v in self.lin
+
+    def coefficients(self, bindings) -> None:
+        self.copy.emit_bindings([b for b in bindings if b.var not in self.lin])
+
+    def view(self, atom, adj):
+        if isinstance(atom, Var) and atom in self.lin:
+            return Undefined(atom.type, self.trace)
+        if isinstance(atom, Tuple):
+            return tuple(self.view(f, adj) for f in atom.fields)
+        return adj.wrap(self.copy.atom(atom))
+
+    def sweep(self, bindings, result, ct, inputs) -> list:
+        """Cotangents (messages) of ``inputs`` given ``ct``, the result's cotangent."""
+        adj = Adjoints(self.trace)
+        adj.accumulate(result, ct, self.wants)
+        for binding in reversed(bindings):
+            v = binding.var
+            msg = adj.msgs.pop(v, None)
+            if v not in self.lin or msg is None:
+                continue
+            handler = _HANDLERS.get(type(binding.value))
+            if handler is None:
+                raise TransposeError(f"transpose: cannot transpose {type(binding.value).__name__}")
+            handler(self, adj, binding, msg)
+        return [adj.msgs.pop(u, None) for u in inputs]
+
+
+def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
+    v, value = binding.var, binding.value
+    if not isinstance(value.callee, Op):
+        raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
+    positions = [i for i, a in enumerate(value.args) if _mentions(a, tr.lin)]
+    _check_linear(binding, positions)
+    g = adj.materialize(msg, v.type)
+    g = tuple(adj.wrap(f) for f in adj.split(g, v.type)) if isinstance(
+        v.type, TupleType) else adj.wrap(g)
+    start = len(tr.b.bindings)
+    partials = VJP[value.callee.name](Undefined(v.type, tr.trace), g,
+                                      *[tr.view(a, adj) for a in value.args], **value.attrs)
+    fitted = []
+    for i in positions:
+        p = partials[i]
+        if isinstance(p, Undefined) or (isinstance(p, tuple) and any(
+                isinstance(e, Undefined) for e in p)):
+            raise TransposeError(f"transpose: {v.name} = {value.callee.name}(...) "
+                                 f"is not linear in operand {i}")
+        if p is not None:
+            fitted.append((value.args[i], adj.fit(p, value.args[i].type)))
+    prune(tr.b.bindings, start, [f for _, f in fitted])
+    for arg, atom in fitted:
+        adj.accumulate(arg, atom, tr.wants)
+
+
+def _transpose_getitem(tr, adj, binding, msg) -> None:
+    value = binding.value
+    parts = [None] * len(value.tuple_value.type.fields)
+    parts[value.index] = msg
+    adj.accumulate(value.tuple_value, tuple(parts), tr.wants)
+
+
+def _transpose_if(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
+    """Each branch transposed on its own; both return cotangents of the same
+    linear free variables (zeros where a branch does not read one)."""
+    from .gradient_control import block_free_vars
+
+    node: If = binding.value
+    if node.cond in tr.lin:
+        raise TransposeError("transpose: a branch condition depends on a linear value")
+    free = [u for u in block_free_vars([node.then_block, node.else_block]) if u in tr.lin]
+    ct = adj.materialize(msg, binding.var.type)
+    blocks = []
+    for blk in (node.then_block, node.else_block):
+        tr.b.begin_block()
+        tr.coefficients(blk.bindings)
+        msgs = tr.sweep(blk.bindings, blk.result, ct, free)
+        sub = Adjoints(tr.trace)
+        blocks.append(tr.b.end_block(Tuple([sub.materialize(m, u.type)
+                                            for m, u in zip(msgs, free)])))
+    d = tr.b.emit(If(tr.copy.atom(node.cond), *blocks), f"{binding.var.name}_ct")
+    for u, part in zip(free, adj.split(d, d.type)):
+        adj.accumulate(u, part, tr.wants)
+
+
+def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
+    """Replay the loop's non-linear part forward, saving its loop variables on a
+    stack; then run the transposed body once per saved iteration, in reverse."""
+    from .gradient_control import block_free_vars
+
+    node: While = binding.value
+    b = tr.b
+    lvs = list(node.loop_vars)
+    n = len(lvs)
+    if node.cond.result in tr.lin:
+        raise TransposeError("transpose: a loop condition depends on a linear value")
+    nl = [i for i, v in enumerate(lvs) if v not in tr.lin]
+    li = [i for i, v in enumerate(lvs) if v in tr.lin]
+    free = [u for u in block_free_vars([node.cond, node.body], lvs) if u in tr.lin]
+    nxt = _fields(node.body.result, n)
+    # 1. replay: the non-linear loop variables of every iteration, on a stack
+    saved_t = TupleType([lvs[i].type for i in nl])
+    stype = ListType(saved_t)
+    empty = b.call(get_op("stack_empty"), [], {"elem": saved_t}, f"{binding.var.name}_tape")
+    replay_vars = [Var(lvs[i].name, lvs[i].type) for i in nl]
+    st = Var(f"{binding.var.name}_tape", stype)
+    for i, rv in zip(nl, replay_vars):
+        tr.copy.subst[lvs[i]] = rv
+    b.begin_block()
+    tr.coefficients(node.cond.bindings)
+    cond = b.end_block(tr.copy.atom(node.cond.result))
+    b.begin_block()
+    tr.coefficients(node.body.bindings)
+    pack = b.emit(Tuple(replay_vars), f"{binding.var.name}_saved")
+    pushed = b.call(get_op("stack_push"), [st, pack], None, f"{binding.var.name}_tape")
+    body = b.end_block(Tuple([tr.copy.atom(nxt[i]) for i in nl] + [pushed]))
+    replay = b.emit(While(replay_vars + [st], [tr.copy.atom(node.init[i]) for i in nl] + [empty],
+                          cond, body), f"{binding.var.name}_replay")
+    tape = b.emit(TupleGetItem(replay, len(nl)), f"{binding.var.name}_tape")
+    # 2. reverse: pop an iteration, recompute its coefficients, transpose its body
+    carry_t = TupleType([lvs[i].type for i in li])
+    parts = adj.split(msg, node.result_type) if n > 1 else [msg]
+    ct_all = {i: adj.materialize(parts[i], lvs[i].type) for i in li}
+    s = Var(f"{binding.var.name}_tape", stype)
+    cts = [Var(f"{lvs[i].name}_ct", lvs[i].type) for i in li]
+    accs = [Var(f"{u.name}_acc", u.type) for u in free]
+    b.begin_block()
+    more = b.call(get_op("stack_nonempty"), [s], None, f"{binding.var.name}_more")
+    rcond = b.end_block(more)
+    b.begin_block()
+    top = b.call(get_op("stack_pop"), [s], None, f"{binding.var.name}_top")
+    saved = b.emit(TupleGetItem(top, 0), f"{binding.var.name}_saved")
+    rest = b.emit(TupleGetItem(top, 1), f"{binding.var.name}_rest")
+    for k, i in enumerate(nl):
+        tr.copy.subst[lvs[i]] = b.emit(TupleGetItem(saved, k), lvs[i].name)
+    tr.coefficients(node.cond.bindings)
+    tr.coefficients(node.body.bindings)
+    body_ct = Tuple(cts) if len(li) > 1 else cts[0] if li else None
+    linear_next = Tuple([nxt[i] for i in li]) if len(li) > 1 else nxt[li[0]] if li else None
+    inputs = [lvs[i] for i in li] + free
+    msgs = tr.sweep(list(node.cond.bindings) + list(node.body.bindings), linear_next,
+                    body_ct, inputs) if li else [None] * len(inputs)
+    sub = Adjoints(tr.trace)
+    new_cts = [sub.materialize(m, lvs[i].type) for m, i in zip(msgs, li)]
+    new_accs = [sub.add(acc, m, u.type) for acc, m, u in zip(accs, msgs[len(li):], free)]
+    rbody = b.end_block(Tuple([rest, *new_cts, *new_accs]))
+    zeros = [sub.materialize(None, u.type) for u in free]
+    rev = b.emit(While([s, *cts, *accs], [tape, *[ct_all[i] for i in li], *zeros], rcond, rbody),
+                 f"{binding.var.name}_transposed")
+    for k, i in enumerate(li):
+        adj.accumulate(node.init[i], b.emit(TupleGetItem(rev, 1 + k)), tr.wants)
+    for k, u in enumerate(free):
+        adj.accumulate(u, b.emit(TupleGetItem(rev, 1 + len(li) + k)), tr.wants)
+    del carry_t
+
+
+_HANDLERS = {
+    Call: _transpose_call,
+    TupleGetItem: _transpose_getitem,
+    Tuple: lambda tr, adj, binding, msg: adj.accumulate(binding.value, msg, tr.wants),
+    Var: lambda tr, adj, binding, msg: adj.accumulate(binding.value, msg, tr.wants),
+    Constant: lambda tr, adj, binding, msg: None,
+    If: _transpose_if,
+    While: _transpose_while,
+}
+
+
 def transpose(module: Module, func: str = "main", linear=None, name: str | None = None) -> Module:
     """Add ``<func>_transpose`` (see the module docstring); ``linear`` names the
     parameters the function is linear in (default: all float parameters)."""
@@ -94,72 +309,23 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
             raise TransposeError(f"transpose: unknown parameter(s) in {names}; parameters "
                                  f"are {[p.name for p in fn.params]}")
     lin = set(lin_params)
+    _linear_vars(fn.body.bindings, lin)
     for b in fn.body.bindings:
-        if nested_blocks(b.value):
-            raise TransposeError(f"transpose: {b.var.name} holds control flow or a closure")
-        if any(v in lin for v in vars_used(b.value)):
-            lin.add(b.var)
+        if isinstance(b.value, Function):
+            raise TransposeError(f"transpose: {b.var.name} is a closure")
     trace = Trace()
     with trace:  # rules may trace (custom rules): nest under this trace
-        builder = trace.builder = Builder(module)
-        builder._counter = len(fn.body.bindings)
-        copy = Mutator(module)
-        copy.builder = builder
-        others = [copy.copy_var(p) for p in fn.params if p not in lin]
+        trace.builder = Builder(module)
+        trace.builder._counter = len(fn.body.bindings)
+        tr = _Transposer(module, trace, lin)
+        others = [tr.copy.copy_var(p) for p in fn.params if p not in lin]
         ct = Var("cotangent", fn.ret_type)
-        builder.params = others + [ct]
-        copy.emit_bindings([b for b in fn.body.bindings if b.var not in lin])
+        trace.builder.params = others + [ct]
+        tr.coefficients(fn.body.bindings)
+        msgs = tr.sweep(fn.body.bindings, fn.body.result, ct, lin_params)
         adj = Adjoints(trace)
-        adj.accumulate(fn.body.result, ct, lin.__contains__)
-
-        def view(atom):
-            if isinstance(atom, Var) and atom in lin:
-                return Undefined(atom.type, trace)
-            if isinstance(atom, Tuple):
-                return tuple(view(f) for f in atom.fields)
-            return adj.wrap(copy.atom(atom))
-
-        for binding in reversed(fn.body.bindings):
-            v = binding.var
-            msg = adj.msgs.pop(v, None)
-            if v not in lin or msg is None:
-                continue
-            if isinstance(v.type, TensorType) and isinstance(msg, Var):
-                msg.name = f"{v.name}_ct" if msg.name.startswith("lv") else msg.name
-            value = binding.value
-            if isinstance(value, Call):
-                if not isinstance(value.callee, Op):
-                    raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
-                positions = [i for i, a in enumerate(value.args) if _mentions(a, lin)]
-                _check_linear(binding, positions)
-                g = adj.materialize(msg, v.type)
-                g = tuple(adj.wrap(f) for f in adj.split(g, v.type)) if isinstance(
-                    v.type, TupleType) else adj.wrap(g)
-                start = len(builder.bindings)
-                partials = VJP[value.callee.name](Undefined(v.type, trace), g,
-                                                  *[view(a) for a in value.args], **value.attrs)
-                fitted = []
-                for i in positions:
-                    p = partials[i]
-                    if isinstance(p, Undefined) or (isinstance(p, tuple) and any(
-                            isinstance(e, Undefined) for e in p)):
-                        raise TransposeError(f"transpose: {v.name} = {value.callee.name}(...) "
-                                             f"is not linear in operand {i}")
-                    if p is not None:
-                        fitted.append((value.args[i], adj.fit(p, value.args[i].type)))
-                prune(builder.bindings, start, [f for _, f in fitted])
-                for arg, atom in fitted:
-                    adj.accumulate(arg, atom, lin.__contains__)
-            elif isinstance(value, TupleGetItem):
-                parts = [None] * len(value.tuple_value.type.fields)
-                parts[value.index] = msg
-                adj.accumulate(value.tuple_value, tuple(parts), lin.__contains__)
-            elif isinstance(value, (Tuple, Var)):
-                adj.accumulate(value, msg, lin.__contains__)
-            elif not isinstance(value, Constant):
-                raise TransposeError(f"transpose: cannot transpose {type(value).__name__}")
-        outs = [adj.materialize(adj.msgs.get(p), p.type) for p in lin_params]
-        out = builder.finish_function(Tuple(outs))
+        outs = [adj.materialize(m, p.type) for m, p in zip(msgs, lin_params)]
+        out = trace.builder.finish_function(Tuple(outs))
     funcs = dict(module.functions)
     funcs[name or f"{func}_transpose"] = out
     return Module(funcs, module.meta)

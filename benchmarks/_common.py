@@ -1,0 +1,183 @@
+"""Shared benchmark helpers: single-threaded setup, timing, tables, optional peers.
+
+Import this module before NumPy: it pins every BLAS/OpenMP pool to one thread
+(``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``, and
+``torch.set_num_threads(1)`` when PyTorch is loaded), so the peers compare
+on equal footing and the numbers are stable.
+
+The peers (autograd, PyTorch, JAX) are optional: ``peer("torch")`` returns the
+module or None, and a benchmark leaves out the columns of missing ones.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+             "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import importlib  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+_PEERS: dict = {}
+
+
+def peer(name: str):
+    """The module ``name`` (``autograd``, ``torch``, ``jax``) or None if not installed."""
+    if name not in _PEERS:
+        try:
+            mod = importlib.import_module(name)
+        except Exception:  # not installed or broken: leave its column out
+            mod = None
+        if mod is not None and name == "torch":
+            mod.set_num_threads(1)
+            try:
+                mod.set_num_interop_threads(1)
+            except RuntimeError:
+                pass
+        if mod is not None and name == "jax":
+            mod.config.update("jax_enable_x64", True)
+        _PEERS[name] = mod
+    return _PEERS[name]
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=doc,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    p.add_argument("--repeats", type=int, default=None, help="timed repeats per row")
+    return p
+
+
+def repeats(ns, full: int, quick: int) -> int:
+    if ns.repeats:
+        return ns.repeats
+    return quick if ns.quick else full
+
+
+def _warm(fn, seconds: float = 0.25, at_least: int = 3) -> float:
+    """Call ``fn`` until ``seconds`` have passed (caches, page faults, lazy setup);
+    return the seconds of the last call."""
+    start = time.perf_counter()
+    k = 0
+    while True:
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        k += 1
+        if k >= at_least and t1 - start >= seconds:
+            return t1 - t0
+
+
+def timeit(fn, repeats: int, number: int = 1) -> tuple[float, float]:
+    """(min, median) seconds per call of ``fn()`` over ``repeats`` timings of ``number``
+    calls each, after a warm-up; the collector is off while timing."""
+    return compare({"f": fn}, repeats, {"f": number})["f"]
+
+
+def compare(fns: dict, repeats: int, numbers: dict | None = None) -> dict:
+    """``name -> (min, median)`` seconds per call, the functions timed in turn within
+    each repeat (so a slow spell of the machine hits them all alike). ``numbers``
+    gives calls per timing; by default about 20 ms worth."""
+    numbers = dict(numbers or {})
+    for name, fn in fns.items():
+        dt = _warm(fn)
+        numbers.setdefault(name, max(1, min(10000, int(0.02 / max(dt, 1e-7)))))
+    times: dict = {name: [] for name in fns}
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            for name, fn in fns.items():
+                n = numbers[name]
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                times[name].append((time.perf_counter() - t0) / n)
+    finally:
+        if enabled:
+            gc.enable()
+    return {name: (min(ts), statistics.median(ts)) for name, ts in times.items()}
+
+
+def peak_tracemalloc(fn) -> int:
+    """Peak bytes NumPy allocates during one call of ``fn`` (tracemalloc sees NumPy's
+    data buffers), not counting what was live before."""
+    import tracemalloc
+
+    fn()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        out = fn()
+        peak = tracemalloc.get_traced_memory()[1]
+        del out
+    finally:
+        tracemalloc.stop()
+    return peak - base
+
+
+def table(title: str, header: list[str], rows: list[list], note: str = "") -> None:
+    """Print an aligned table; floats with 3 significant-ish digits."""
+
+    def fmt(x):
+        if x is None:
+            return "-"
+        if isinstance(x, float):
+            if x == 0 or abs(x) >= 100:
+                return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.1f}"
+            return f"{x:.3g}" if abs(x) < 10 else f"{x:.2f}"
+        return str(x)
+
+    cells = [[fmt(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(header)]
+    print(f"\n{title}")
+    print("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header,
+                                                                                    widths))))
+    print("  ".join("-" * w for w in widths))
+    for r in cells:
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r,
+                                                                                      widths))))
+    if note:
+        print(note)
+    sys.stdout.flush()
+
+
+def ratio(a, b):
+    return None if a is None or b is None else a / b
+
+
+def _version(name, mod) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:  # not installed as a distribution
+        return getattr(mod, "__version__", "?")
+
+
+def versions() -> str:
+    import platform
+
+    parts = [f"python {platform.python_version()}", f"numpy {np.__version__}"]
+    for name in ("autograd", "torch", "jax"):
+        mod = peer(name)
+        parts.append(f"{name} {_version(name, mod)}" if mod else f"{name} -")
+    return ", ".join(parts) + "; 1 thread"

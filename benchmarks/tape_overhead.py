@@ -1,0 +1,140 @@
+"""Per-op overhead of the eager tape: forward + backward on small tensors.
+
+Two workloads: a chain of ~1,000 elementwise ops on shape (8,) (then a sum),
+and a small MLP training step (batch 16, 32 -> 64 -> 10, tanh, squared loss).
+Rows: the chainrule tape (first iteration: the structure is new, so its
+pullback is built; second: seen once before; steady state: the cached
+compiled pullback), the same forward in plain NumPy (no gradient), HIPS
+autograd and PyTorch eager when installed. Prints min and median
+microseconds per recorded op over repeats and the ratio to NumPy, then the
+chainrule backward alone for the first, second and later iterations.
+
+    python benchmarks/tape_overhead.py [--ops 1000] [--quick] [--repeats N]
+"""
+
+from __future__ import annotations
+
+import gc  # noqa: E402
+import time  # noqa: E402
+
+import _common as C  # noqa: I001  (first: pins thread pools before NumPy loads)
+import numpy as np  # noqa: E402
+
+import chainrule.numpy as cnp  # noqa: E402
+from chainrule import tape as ct  # noqa: E402
+from chainrule.tape import graph as tape_graph  # noqa: E402
+
+
+# -- the workloads, written once for every array namespace ------------------------------
+def chain(xp, x, y, n_ops: int):
+    """``n_ops`` elementwise ops (then a sum), values stay bounded."""
+    v = x
+    for k in range(n_ops // 6):
+        v = v * y
+        v = xp.tanh(v)
+        v = v + y
+        v = xp.sin(v)
+        v = v - 0.5
+        v = v * 1.5 if k % 2 else v / 1.5
+    return xp.sum(v)
+
+
+def mlp(xp, params, X, Y):
+    W1, b1, W2, b2 = params
+    h = xp.tanh(X @ W1 + b1)
+    out = h @ W2 + b2
+    d = out - Y
+    return xp.mean(d * d)
+
+
+def workloads(n_ops: int):
+    rng = np.random.default_rng(0)
+    x8, y8 = rng.normal(size=8), rng.normal(size=8)
+    X, Y = rng.normal(size=(16, 32)), rng.normal(size=(16, 10))
+    P = [rng.normal(size=(32, 64)) * 0.1, np.zeros(64), rng.normal(size=(64, 10)) * 0.1,
+         np.zeros(10)]
+    return {  # name: (f(xp, params, constants), params, constants)
+        "chain": (lambda xp, ps, cs: chain(xp, ps[0], cs[0], n_ops), [x8], [y8]),
+        "mlp": (lambda xp, ps, cs: mlp(xp, ps, *cs), P, [X, Y]),
+    }
+
+
+# -- one forward + backward per system ----------------------------------------------------
+def run_tape(f, params, consts):
+    ts = [ct.tensor(p, requires_grad=True) for p in params]
+    loss = f(cnp, ts, consts)
+    loss.backward()
+    return [t.grad for t in ts]
+
+
+def tape_iterations(f, params, consts):
+    """Seconds of forward and of backward for iterations 1, 2, 3 of a new structure."""
+    tape_graph._BACKWARD_CACHE.clear()
+    out = []
+    for _ in range(3):
+        ts = [ct.tensor(p, requires_grad=True) for p in params]
+        t0 = time.perf_counter()
+        loss = f(cnp, ts, consts)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        out.append((t1 - t0, t2 - t1))
+    return out
+
+
+def systems(f, params, consts):
+    fns = {"chainrule tape": lambda: run_tape(f, params, consts),
+           "numpy forward only": lambda: f(np, params, consts)}
+    ag = C.peer("autograd")
+    if ag is not None:
+        import autograd.numpy as anp
+
+        g = ag.grad(lambda ps: f(anp, ps, consts))
+        fns["autograd"] = lambda: g(params)
+    torch = C.peer("torch")
+    if torch is not None:
+        class TorchNS:  # the few functions the workloads use
+            tanh, sin, sum, mean = torch.tanh, torch.sin, torch.sum, torch.mean
+
+        tconsts = [torch.tensor(c) for c in consts]
+
+        def run_torch():
+            ts = [torch.tensor(p, requires_grad=True) for p in params]
+            f(TorchNS, ts, tconsts).backward()
+            return [t.grad for t in ts]
+
+        fns["torch eager"] = run_torch
+    return fns
+
+
+def main():
+    p = C.parser(__doc__)
+    p.add_argument("--ops", type=int, default=1000, help="ops in the elementwise chain")
+    ns = p.parse_args()
+    reps = C.repeats(ns, full=15, quick=3)
+    print(C.versions())
+    for name, (f, params, consts) in workloads(ns.ops).items():
+        run_tape(f, params, consts)
+        n = tape_graph.STATS["last_nodes"]
+        gc.collect()
+        gc.disable()
+        try:
+            its = tape_iterations(f, params, consts)
+        finally:
+            gc.enable()
+        times = C.compare(systems(f, params, consts), reps)
+        base = times["numpy forward only"][0]
+        rows = [[k, mn / n * 1e6, md / n * 1e6, C.ratio(mn, base)] for k, (mn, md) in
+                times.items()]
+        rows.insert(0, ["chainrule tape, 1st iteration (new structure)",
+                        sum(its[0]) / n * 1e6, None, sum(its[0]) / base])
+        C.table(f"{name}: forward + backward, {n} recorded ops, us per op", [
+            "system", "min us/op", "median us/op", "x numpy"], rows)
+        C.table(f"{name}: chainrule backward alone by iteration", [
+            "iteration", "forward us/op", "backward us/op", "backward x 1st"],
+            [[str(i + 1), fw / n * 1e6, bw / n * 1e6, bw / its[0][1]]
+             for i, (fw, bw) in enumerate(its)])
+
+
+if __name__ == "__main__":
+    main()
