@@ -437,3 +437,28 @@ def test_zero_trip_loop_all_routes():
     _, f_lin = cr.linearize(f, x)
     assert cr.linear_transpose(f_lin, x)(1.0)[0] == pytest.approx([2.0])
     assert cr.jvp(f, (x,), (np.ones(1),))[1] == pytest.approx(2.0)
+
+
+def test_fori_loop_checkpoint_every_k():
+    import tracemalloc
+
+    rng = np.random.default_rng(2)
+    W0, x0 = rng.normal(size=(16, 16)) * 0.1, rng.normal(size=(16, 16))
+
+    def loss(W, k):
+        step = lambda i, x: x - 0.01 * cnp.tanh(cnp.sin(x @ W) * x)
+        return cnp.sum(cr.fori_loop(0, 103, step, x0, checkpoint_every=k) ** 2)
+
+    peaks, grads = [], []
+    for k in (None, 10):
+        g = cr.grad(lambda W, k=k: loss(W, k))
+        g(W0)
+        tracemalloc.start()
+        grads.append(g(W0))
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-10)
+    assert peaks[1] < 0.5 * peaks[0]
+    x = rng.normal(size=3)
+    f = lambda x: cnp.sum(cr.fori_loop(2, 9, lambda i, v: cnp.sin(v) * 1.1, x, checkpoint_every=3))
+    check_grads(f, (x,), modes=("fwd", "rev"))

@@ -327,8 +327,15 @@ def while_loop(cond_fun, body_fun, init_val):
     return unflatten(tree, out)
 
 
-def fori_loop(lower, upper, body_fun, init_val):
-    """``for i in range(lower, upper): val = body_fun(i, val)``; ``i`` is an i64 scalar."""
+def fori_loop(lower, upper, body_fun, init_val, checkpoint_every: int | None = None):
+    """``for i in range(lower, upper): val = body_fun(i, val)``; ``i`` is an i64 scalar.
+
+    ``checkpoint_every=k`` (static bounds): reverse mode keeps the carry only every
+    k iterations and recomputes the k steps in between during the backward sweep
+    (memory ~ n/k carries + k steps' intermediates, for one extra forward).
+    """
+    if checkpoint_every is not None:
+        return _chunked_fori_loop(lower, upper, body_fun, init_val, int(checkpoint_every))
     tr = _active_trace(lower, upper, init_val)
     if tr is None:
         val = init_val
@@ -348,6 +355,24 @@ def fori_loop(lower, upper, body_fun, init_val):
     out = emit_while(tr, [start, *leaves], lambda carry: carry[0] < upper, body,
                      names=["i", *[f"val{k}" for k in range(len(leaves))]])
     return unflatten(tree, out[1:])
+
+
+def _chunked_fori_loop(lower, upper, body_fun, init_val, k: int):
+    from .checkpoint import checkpoint
+
+    if k < 1 or isinstance(lower, Traced) or isinstance(upper, Traced):
+        raise TraceError("fori_loop(checkpoint_every=k) needs k >= 1 and static bounds")
+    lower, upper = int(lower), int(upper)
+    n_chunks, tail = divmod(upper - lower, k)
+
+    def chunk(c, val):
+        start = lower + c * k
+        return fori_loop(start, start + k, body_fun, val)
+
+    val = fori_loop(0, n_chunks, checkpoint(chunk), init_val)
+    if tail:
+        val = checkpoint(lambda v: fori_loop(upper - tail, upper, body_fun, v))(val)
+    return val
 
 
 def _as_i64(v):
