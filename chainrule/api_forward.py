@@ -130,6 +130,25 @@ def linearize(f, *primals):
     return out, f_lin
 
 
+def _cotangents(entry, tf, primals, floats, fixed):
+    """``f_t(ct)``: run a transposed program (``fixed`` arguments, then the
+    cotangent) and put its cotangents back in the shape of ``primals``."""
+    leaves, _ = flatten(tuple(primals))
+    ranges = _leaf_ranges(primals)
+
+    def f_t(ct):
+        ct_leaves, _ = flatten(ct)
+        ct_arg = ct_leaves[0] if tf.out_tree.kind is None else tuple(ct_leaves)
+        cts = entry.run(fixed, tail=[ct_arg])
+        flat = [None] * len(leaves)
+        for i, c in zip(floats, cts):
+            flat[i] = c
+        return tuple(unflatten(flatten(p)[1], flat[r.start:r.stop])
+                     for p, r in zip(primals, ranges))
+
+    return f_t
+
+
 def _transpose_linearized(f_lin):
     from .transform.transpose import transpose
 
@@ -139,20 +158,7 @@ def _transpose_linearized(f_lin):
     names = [p.name for p in tangent.params[n_res:]]
     tmod = optimize(transpose(module, "main_tangent", linear=names))
     entry = _Compiled(tmod, "main_tangent_transpose", tf, None)
-    leaves, _ = flatten(tuple(primals))
-    ranges = _leaf_ranges(primals)
-
-    def f_t(ct):
-        ct_leaves, _ = flatten(ct)
-        ct_arg = ct_leaves[0] if tf.out_tree.kind is None else tuple(ct_leaves)
-        cts = entry.run(residuals, tail=[ct_arg])
-        flat = [None] * len(leaves)
-        for i, c in zip(floats, cts):
-            flat[i] = c
-        return tuple(unflatten(flatten(p)[1], flat[r.start:r.stop])
-                     for p, r in zip(primals, ranges))
-
-    return f_t
+    return _cotangents(entry, tf, primals, floats, residuals)
 
 
 def linear_transpose(f_lin, *primals):
@@ -170,19 +176,7 @@ def linear_transpose(f_lin, *primals):
                                 linear=[main.params[i].name for i in floats]))
     others = [x for i, x in enumerate(leaves) if i not in floats]
     entry = _Compiled(module, "main_transpose", tf, None)
-    ranges = _leaf_ranges(primals)
-
-    def f_t(ct):
-        ct_leaves, _ = flatten(ct)
-        ct_arg = ct_leaves[0] if tf.out_tree.kind is None else tuple(ct_leaves)
-        cts = entry.run(others, tail=[ct_arg])
-        flat = [None] * len(leaves)
-        for i, c in zip(floats, cts):
-            flat[i] = c
-        return tuple(unflatten(flatten(p)[1], flat[r.start:r.stop])
-                     for p, r in zip(primals, ranges))
-
-    return f_t
+    return _cotangents(entry, tf, primals, floats, others)
 
 
 def _zeros_tree(tree):

@@ -76,12 +76,11 @@ def vars_used(value) -> list[Var]:
     return out
 
 
-def free_vars(fn: Function) -> list[Var]:
-    """Variables a function reads but does not bind (its closure), in first-use order."""
-    bound: set[Var] = set(fn.params)
-    seen: set[Var] = set()
-    out: list[Var] = []
-    stack = [fn.body]
+def block_free_vars(blocks, bound=()) -> list[Var]:
+    """Variables the blocks read but do not bind (nor find in ``bound``), in
+    first-use order: a closure's captures, or what a branch or loop body reads."""
+    bound = set(bound)
+    stack = list(blocks)
     while stack:
         block = stack.pop()
         for b in block.bindings:
@@ -91,11 +90,19 @@ def free_vars(fn: Function) -> list[Var]:
             if isinstance(b.value, Function):
                 bound.update(b.value.params)
             stack.extend(nested_blocks(b.value))
-    for v in vars_used(Function(fn.params, fn.body, fn.ret_type)):
-        if v not in bound and v not in seen:
-            seen.add(v)
-            out.append(v)
+    seen: set[Var] = set()
+    out: list[Var] = []
+    for block in blocks:
+        for v in vars_used(Function([], block, None)):
+            if v not in bound and v not in seen:
+                seen.add(v)
+                out.append(v)
     return out
+
+
+def free_vars(fn: Function) -> list[Var]:
+    """Variables a function reads but does not bind (its closure), in first-use order."""
+    return block_free_vars([fn.body], fn.params)
 
 
 class Visitor:

@@ -19,30 +19,8 @@ from __future__ import annotations
 from ..ir.nodes import Binding, Block, Call, Function, If, Tuple, TupleGetItem, Var, While
 from ..ir.op import get_op
 from ..ir.types import FuncType, ListType, TupleType, has_float
-from ..ir.visitor import nested_blocks, vars_used
+from ..ir.visitor import block_free_vars
 from .gradient import _BACKWARD, FORWARD_REWRITES, _flat_vars, _Sweep
-
-
-def block_free_vars(blocks, bound=()) -> list[Var]:
-    """Variables the blocks read that they do not bind, in first-use order."""
-    bound = set(bound)
-    stack = list(blocks)
-    while stack:
-        blk = stack.pop()
-        for b in blk.bindings:
-            bound.add(b.var)
-            if isinstance(b.value, While):
-                bound.update(b.value.loop_vars)
-            if isinstance(b.value, Function):
-                bound.update(b.value.params)
-            stack.extend(nested_blocks(b.value))
-    out, seen = [], set()
-    for blk in blocks:
-        for v in vars_used(Function([], blk, None)):
-            if v not in bound and v not in seen:
-                seen.add(v)
-                out.append(v)
-    return out
 
 
 def _pullback(sweep: _Sweep, sub: _Sweep, ct_name: str, ct_type, inputs) -> Var:
@@ -184,4 +162,4 @@ FORWARD_REWRITES[While] = _while_forward
 _BACKWARD[If] = _if_backward
 _BACKWARD[While] = _while_backward
 
-__all__ = ["block_free_vars", "Block"]
+__all__ = ["Block"]

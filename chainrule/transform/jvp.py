@@ -27,7 +27,7 @@ from ..ir.nodes import (
 )
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, has_float
-from ..ir.visitor import Mutator
+from ..ir.visitor import Mutator, block_free_vars
 from ..rules import JVP, NONDIFFERENTIABLE
 from .adjoint import Adjoints
 
@@ -123,8 +123,6 @@ class _ForwardSweep:
             handler(self, binding)
 
     def has_tangent_inputs(self, blocks, bound=()) -> bool:
-        from .gradient_control import block_free_vars
-
         return any(v in self.tangents for v in block_free_vars(blocks, bound))
 
     def new_tangent(self, atom):

@@ -30,7 +30,7 @@ from ..ir.nodes import (
 )
 from ..ir.op import Op, get_op
 from ..ir.types import ListType, TensorType, TupleType, has_float
-from ..ir.visitor import Mutator, nested_blocks, vars_used
+from ..ir.visitor import Mutator, block_free_vars, nested_blocks, vars_used
 from ..ops.common import HANDLERS
 from ..rules import LINEAR, VJP
 from .adjoint import Adjoints, prune
@@ -194,8 +194,6 @@ def _transpose_getitem(tr, adj, binding, msg) -> None:
 def _transpose_if(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
     """Each branch transposed on its own; both return cotangents of the same
     linear free variables (zeros where a branch does not read one)."""
-    from .gradient_control import block_free_vars
-
     node: If = binding.value
     if node.cond in tr.lin:
         raise TransposeError("transpose: a branch condition depends on a linear value")
@@ -217,8 +215,6 @@ def _transpose_if(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None
 def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
     """Replay the loop's non-linear part forward, saving its loop variables on a
     stack; then run the transposed body once per saved iteration, in reverse."""
-    from .gradient_control import block_free_vars
-
     node: While = binding.value
     b = tr.b
     lvs = list(node.loop_vars)
