@@ -16,10 +16,16 @@ from ..errors import ConcretizationError, TraceError
 _UFUNC_NAMES = {"true_divide": "divide", "absolute": "abs", "rint": "round"}
 
 
-def _cnp():
-    from .. import numpy as cnp
+_CNP = []
 
-    return cnp
+
+def _cnp():
+    """chainrule.numpy, imported on first use (it imports this layer's users)."""
+    if not _CNP:
+        from .. import numpy as cnp
+
+        _CNP.append(cnp)
+    return _CNP[0]
 
 
 class ArrayMethods:

@@ -143,6 +143,36 @@ class _Context:
 FORWARD_REWRITES: dict = {}
 
 
+class _ForwardCopy(Mutator):
+    """The forward sweep's copy: relevant calls of module functions become vjp
+    calls, relevant control flow is rewritten (gradient_control.py)."""
+
+    sweep: _Sweep
+
+    def rewrite(self, binding):
+        sweep, v = self.sweep, binding.value
+        if binding.var in sweep.relevant:
+            special = FORWARD_REWRITES.get(type(v))
+            if special is not None:
+                return special(sweep, binding)
+            if (isinstance(v, Call) and isinstance(v.callee, GlobalVar)
+                    and sweep.ctx.module[v.callee.name].attrs.get("checkpoint")):
+                # store only the inputs; the backward sweep recomputes the rest
+                return super().rewrite(binding)
+            if isinstance(v, Call) and isinstance(v.callee, GlobalVar):
+                vname = sweep.ctx.vjp_name(v.callee.name)
+                pair = sweep.b.emit(Call(GlobalVar(vname), [self.atom(a) for a in v.args]),
+                                    f"{binding.var.name}_vjp")
+                sweep.pullbacks[binding.var] = sweep.b.emit(
+                    TupleGetItem(pair, 1), f"{binding.var.name}_pullback")
+                return TupleGetItem(pair, 0)
+            if isinstance(v, Call) and isinstance(v.callee, Var):
+                raise GradientError(
+                    f"{binding.var.name}: differentiating calls of local function values "
+                    f"({v.callee.name}) is not supported yet; define it at module level")
+        return super().rewrite(binding)
+
+
 class _Sweep:
     """One block differentiated: its forward copy, then its reverse sweep.
 
@@ -177,35 +207,8 @@ class _Sweep:
 
     # forward -------------------------------------------------------------------------
     def _make_copy(self) -> Mutator:
-        sweep = self
-
-        class Copy(Mutator):
-            def rewrite(self, binding):
-                v = binding.value
-                if binding.var in sweep.relevant:
-                    special = FORWARD_REWRITES.get(type(v))
-                    if special is not None:
-                        return special(sweep, binding)
-                    if (isinstance(v, Call) and isinstance(v.callee, GlobalVar)
-                            and sweep.ctx.module[v.callee.name].attrs.get("checkpoint")):
-                        # store only the inputs; the backward sweep recomputes the rest
-                        return super().rewrite(binding)
-                    if isinstance(v, Call) and isinstance(v.callee, GlobalVar):
-                        vname = sweep.ctx.vjp_name(v.callee.name)
-                        pair = sweep.b.emit(Call(GlobalVar(vname),
-                                                 [self.atom(a) for a in v.args]),
-                                            f"{binding.var.name}_vjp")
-                        sweep.pullbacks[binding.var] = sweep.b.emit(
-                            TupleGetItem(pair, 1), f"{binding.var.name}_pullback")
-                        return TupleGetItem(pair, 0)
-                    if isinstance(v, Call) and isinstance(v.callee, Var):
-                        raise GradientError(
-                            f"{binding.var.name}: differentiating calls of local function "
-                            f"values ({v.callee.name}) is not supported yet; define it at "
-                            f"module level")
-                return super().rewrite(binding)
-
-        copy = Copy(self.ctx.module)
+        copy = _ForwardCopy(self.ctx.module)
+        copy.sweep = self
         copy.builder = self.b
         if self.parent is not None:
             self.local = {}
