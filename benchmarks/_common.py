@@ -2,11 +2,12 @@
 
 Import this module before NumPy: it pins every BLAS/OpenMP pool to one thread
 (``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``, and
-``torch.set_num_threads(1)`` when PyTorch is loaded), so the peers compare
-on equal footing and the numbers are stable.
+``torch.set_num_threads(1)`` when PyTorch is loaded) and the process to one
+core (``BENCH_NO_PIN=1`` to not), so the peers compare on equal footing.
 
 The peers (autograd, PyTorch, JAX) are optional: ``peer("torch")`` returns the
-module or None, and a benchmark leaves out the columns of missing ones.
+module or None, and a benchmark leaves out the columns of missing ones
+(``BENCH_PEERS=none`` runs without any, as on a bare install).
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
     os.environ[_var] = "1"
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+if hasattr(os, "sched_setaffinity") and not os.environ.get("BENCH_NO_PIN"):
+    # one core for the whole process: libraries whose thread pools ignore the variables
+    # above (XLA's runtime) cannot spread work over more cores than NumPy gets
+    try:
+        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+    except OSError:
+        pass
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import argparse  # noqa: E402
@@ -37,9 +45,13 @@ _PEERS: dict = {}
 
 
 def peer(name: str):
-    """The module ``name`` (``autograd``, ``torch``, ``jax``) or None if not installed."""
+    """The module ``name`` (``autograd``, ``torch``, ``jax``) or None if not installed
+    (or not listed in ``BENCH_PEERS``, e.g. ``BENCH_PEERS=none`` or ``=torch,jax``)."""
     if name not in _PEERS:
+        allowed = os.environ.get("BENCH_PEERS")
         try:
+            if allowed is not None and name not in allowed.split(","):
+                raise ImportError(name)
             mod = importlib.import_module(name)
         except Exception:  # not installed or broken: leave its column out
             mod = None

@@ -5,7 +5,7 @@ that, each timed separately. Microseconds per binding of the traced input
 (min and median over repeats) for N = 1k, 10k, 100k; flat columns mean
 linear time.
 
-    python benchmarks/transform_scaling.py [--quick] [--repeats N] [--sizes 1000 10000]
+    python benchmarks/transform_scaling.py [--quick] [--repeats N] [--sizes 1000 10000] [--no-gc]
 """
 
 # ruff: noqa: E402, I001  (_common must be imported before NumPy)
@@ -40,10 +40,12 @@ def make_chain(n: int):
     return chain
 
 
-def measure(module: Module) -> dict[str, float]:
+def measure(module: Module, collect: bool) -> dict[str, float]:
     out = {}
     main = module["main"]
     gc.collect()
+    if not collect:
+        gc.disable()
     t = time.perf_counter()
     g = gradient(module, "main", require_grads=list(main.params))
     out["gradient"] = time.perf_counter() - t
@@ -54,12 +56,14 @@ def measure(module: Module) -> dict[str, float]:
     t = time.perf_counter()
     compile_module(m, "main_adjoint")
     out["codegen"] = time.perf_counter() - t
+    gc.enable()
     return out
 
 
 def main() -> None:
     p = C.parser(__doc__)
     p.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    p.add_argument("--no-gc", action="store_true", help="cyclic collector off while timing")
     ns = p.parse_args()
     reps = C.repeats(ns, 3, 1)
     x, y = np.zeros(3), np.full(3, 0.5)
@@ -67,7 +71,7 @@ def main() -> None:
     for n in ns.sizes:
         module = cr.trace(make_chain(n), x, y)
         count = len(module["main"].body.bindings)
-        runs = [measure(module) for _ in range(reps)]
+        runs = [measure(module, not ns.no_gc) for _ in range(reps)]
         row = [count]
         for stage in STAGES:
             us = [r[stage] / count * 1e6 for r in runs]
@@ -76,7 +80,8 @@ def main() -> None:
     header = ["bindings"]
     for stage in STAGES:
         header += [f"{stage} min", "median"]
-    C.table(f"microseconds per binding of the traced chain, {reps} repeat(s)", header, rows)
+    C.table(f"microseconds per binding of the traced chain, {reps} repeat(s), collector "
+            f"{'off' if ns.no_gc else 'on'}", header, rows)
 
 
 if __name__ == "__main__":

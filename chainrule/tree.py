@@ -116,7 +116,11 @@ def unflatten(treedef: TreeDef, leaves) -> Any:
             return td.aux(*children)
         return NODE_TYPES[td.kind][1](td.aux, children)
 
-    return build(treedef)
+    out = build(treedef)
+    # ``build`` refers to itself through its closure: a reference cycle that would keep
+    # ``it`` and so every leaf alive until the cyclic collector runs
+    build = None  # noqa: F841
+    return out
 
 
 def tree_map(f: Callable, tree: Any, *rest: Any) -> Any:

@@ -146,6 +146,56 @@ def test_uniform_constant_operand_becomes_a_scalar():
     """)
 
 
+def test_negation_moves_into_a_float_constant():
+    check_pass(simplify, """
+        def main(x: f64[3], y: f64[3]) -> tuple[f64[3], f64[3], f64[3], f64[3]]:
+            n = negative(x)
+            a = multiply(n, 0.1)
+            b = multiply(2.0, n)
+            c = divide(n, 4.0)
+            m = multiply(y, 3.0)
+            d = negative(m)
+            return (a, b, c, d)
+    """, """
+        def main(x: f64[3], y: f64[3]) -> tuple[f64[3], f64[3], f64[3], f64[3]]:
+            n = negative(x)
+            a = multiply(x, -0.1)
+            b = multiply(-2.0, x)
+            c = divide(x, -4.0)
+            m = multiply(y, 3.0)
+            d = multiply(y, -3.0)
+            return (a, b, c, d)
+    """)
+
+
+def test_negation_stays_for_integer_constants():
+    check_pass(simplify, """
+        def main(x: i64[3]) -> i64[3]:
+            n = negative(x)
+            a = multiply(n, 3)
+            return a
+    """, """
+        def main(x: i64[3]) -> i64[3]:
+            n = negative(x)
+            a = multiply(n, 3)
+            return a
+    """)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_negation_into_constant_is_bit_exact(dtype):
+    def f(x, y):
+        return (-x) * 0.1 + 3.0 / (-y) - (x * 0.3) + (-(y / 7.0))
+
+    x = np.random.default_rng(5).standard_normal(50).astype(dtype)
+    y = x[::-1] + dtype(0.5)
+    m = cr.trace(f, x, y)
+    out = cr.optimize(m)
+    assert "negative" not in str(out)
+    same(cr.run(out, x, y), cr.run(m, x, y))
+    check_codegen(out, x, y)
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f64", "i64"])
 def test_unbroadcast_keeps_values(dtype):
     m = cr.parse(text(f"""
@@ -165,6 +215,32 @@ def test_unbroadcast_keeps_values(dtype):
     args = [(rng.standard_normal(shape) * 4).astype(np_dt) for shape in ((4, 3), (3,), ())]
     same(cr.run(out, *args), cr.run(m, *args))
     check_codegen(out, *args)
+
+
+def test_cse_sees_commuted_operands():
+    from chainrule.transform.cse import cse
+
+    check_pass(cse, """
+        def main(x: f64[3], y: f64[3]) -> tuple[f64[3], f64[3], f64[3], f64[3]]:
+            a = multiply(x, y)
+            b = multiply(y, x)
+            c = add(a, b)
+            d = add(b, a)
+            e = maximum(x, y)
+            f = maximum(y, x)
+            g = subtract(x, y)
+            h = subtract(y, x)
+            return (c, d, e, f)
+    """, """
+        def main(x: f64[3], y: f64[3]) -> tuple[f64[3], f64[3], f64[3], f64[3]]:
+            a = multiply(x, y)
+            c = add(a, a)
+            e = maximum(x, y)
+            f = maximum(y, x)
+            g = subtract(x, y)
+            h = subtract(y, x)
+            return (c, c, e, f)
+    """)
 
 
 # -- code generation: mean, logsumexp, scatter-add -----------------------------------------
@@ -369,3 +445,51 @@ def test_fast_path_keeps_error_messages():
     f(x, i)
     with pytest.raises(cr.ChainruleError, match="compiled"):
         f(x, np.array([0, 5]))
+
+
+def test_calls_leave_no_reference_cycles():
+    """A cycle per call (e.g. a recursive closure holding the results) keeps every
+    returned array alive until the cyclic collector runs: memory grows, time too."""
+    import gc
+
+    def loss(ps, x):
+        return cnp.sum(cnp.tanh(x @ ps[0]) * ps[1])
+
+    ps = [np.ones((3, 2)), np.ones(2)]
+    x = np.ones((4, 3))
+    fns = [cr.value_and_grad(loss), cr.grad(loss), cr.jit(loss)]
+    for fn in fns:
+        fn(ps, x)
+        fn(ps, x)
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for fn in fns:
+            for _ in range(5):
+                fn(ps, x)
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def test_unflatten_keeps_no_cycle():
+    import gc
+    import weakref
+
+    from chainrule.tree import flatten, unflatten
+
+    class Leaf:
+        pass
+
+    leaf = Leaf()
+    ref = weakref.ref(leaf)
+    _, tree = flatten({"a": [1, (2, 3)]})
+    gc.disable()
+    try:
+        out = unflatten(tree, [leaf, 2, 3])
+        del out, leaf
+        assert ref() is None  # freed by reference counting alone
+    finally:
+        gc.enable()

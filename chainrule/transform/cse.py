@@ -1,9 +1,10 @@
 """Common-subexpression elimination.
 
 Two bindings compute the same value when they are the same op call (same
-callee, same arguments after substitution, same attributes), the same
-literal tuple, the same tuple projection or equal constants; every op is
-pure, so the second is replaced by the first's variable.
+callee, same arguments after substitution, same attributes; the operands
+of ``add``, ``multiply``, ``equal``, ... in either order), the same literal
+tuple, the same tuple projection or equal constants; every op is pure, so
+the second is replaced by the first's variable.
 
 Scoping follows the blocks: a binding of an outer block is reused inside
 nested blocks (a closure just captures it), never the reverse, and never
@@ -43,6 +44,7 @@ from ..ir.nodes import (
     Var,
     While,
 )
+from ..ir.op import OPS, Op
 from .base import Pass, register_pass, same_block, subst_atom, subst_direct, with_blocks
 
 
@@ -57,6 +59,12 @@ def freeze(value):
     except TypeError:
         return ("repr", repr(value))
     return (type(value).__name__, value)
+
+
+# ops whose two operands commute exactly (not maximum/minimum: the sign of a zero
+# result may depend on the order)
+COMMUTATIVE = frozenset({"add", "multiply", "equal", "not_equal", "logical_and",
+                         "logical_or"})
 
 
 def constant_key(c: Constant) -> tuple:
@@ -88,6 +96,9 @@ class _CSE:
             callee = value.callee
             ck = ("global", callee.name) if type(callee) is GlobalVar else callee
             args = tuple(self.atom_key(a) for a in value.args)
+            if (len(args) == 2 and type(callee) is Op and callee.name in COMMUTATIVE
+                    and OPS.get(callee.name) is callee):
+                args = ("commutative", frozenset(args))  # a * b is b * a, bit for bit
             attrs = (tuple(sorted((k, freeze(v)) for k, v in value.attrs.items()))
                      if value.attrs else ())
             return ("call", ck, args, attrs)

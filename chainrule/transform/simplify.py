@@ -15,10 +15,17 @@ resolve in the same sweep; sweeps repeat (boundedly) until nothing changes.
   broadcast (``broadcast_to``). ``x + 0`` gives ``x``, which differs from
   IEEE ``-0.0 + 0.0`` only in the sign of a zero;
 - ``x ** 2`` -> ``multiply(x, x)``;
+- a negation moves into a float constant: ``(-x) * c``, ``-(x * c)`` ->
+  ``x * (-c)`` (likewise for ``/``), bit for bit the same;
 - constant folding: an op call whose operands are all constants becomes a
   constant when its result has at most ``FOLD_LIMIT`` elements (creation ops
-  without operands are left as they are: ``zeros((5, 5))`` reads better than
-  its 25 elements);
+  without operands only when they make a scalar, such as the seed
+  ``ones(())`` of a gradient: ``zeros((5, 5))`` reads better than its 25
+  elements);
+- operands read unbroadcast: an op that broadcasts as NumPy does (arithmetic,
+  comparisons, ``where``; the value of ``index_add``) reads ``a`` instead of
+  ``broadcast_to(a)``, and a scalar instead of a constant whose elements are
+  all equal, when its result type stays the same (no view is materialized);
 - shape ops that do nothing go: ``collapse_sum_to``, ``broadcast_to``,
   ``reshape``, ``astype``, ``expand_dims``, ``squeeze`` whose output type is
   their input's, ``permute_dims`` by the identity, ``flip`` of no axis;
@@ -84,6 +91,10 @@ _CREATION = frozenset({"zeros", "ones", "full", "arange"})
 _NO_VALUE = object()
 
 
+def _float_constant(x) -> bool:
+    return type(x) is Constant and x.data.dtype.kind == "f"
+
+
 def _is(value, target) -> bool:
     return value is not _NO_VALUE and value == target
 
@@ -93,6 +104,7 @@ class _Simplifier:
         self.sub: dict[Var, object] = {}
         self.defs: dict[Var, object] = {}  # variable -> its (simplified) Call or Tuple
         self.uniform: dict[Var, object] = {}  # variable -> the value of all its elements
+        self.bcast: set[Var] = set()  # variables bound to a broadcast_to
         self._const_uniform: dict[int, tuple] = {}  # id -> (constant, value): holds it
         self.changed = False
 
@@ -138,6 +150,8 @@ class _Simplifier:
                     u = _NO_VALUE
             elif name in _UNIFORM_PRESERVING:
                 u = self.uniform_of(value.args[0])
+                if name == "broadcast_to":
+                    self.bcast.add(var)
             if u is not _NO_VALUE:
                 self.uniform[var] = u
 
@@ -228,6 +242,17 @@ class _Simplifier:
             consts.append(Constant(arr.astype(f.dtype.numpy, copy=False)))
         return Tuple(consts) if isinstance(t, TupleType) else consts[0]
 
+    def sign_into_constant(self, name: str, a, b, t) -> Call | None:
+        """``(-x) * c`` -> ``x * (-c)`` (and ``c * (-x)``, ``(-x) / c``, ``c / (-x)``)
+        for a float constant ``c``: one elementwise op fewer, the same bits (IEEE
+        negation is exact and rounding is symmetric)."""
+        for k, (x, c) in enumerate(((a, b), (b, a))):
+            inner = self.op_def(x, ("negative",))
+            if inner is not None and _float_constant(c):
+                pair = [inner.args[0], Constant(np.negative(c.data))]
+                return self.typed_call(name, pair if k == 0 else pair[::-1], {}, t)
+        return None
+
     def unbroadcast(self, call: Call, t) -> Call | None:
         """``f(broadcast_to(a), b)`` -> ``f(a, b)`` for an op that broadcasts (and
         ``index_add``'s value), when the result type stays ``t``: NumPy broadcasts
@@ -239,12 +264,15 @@ class _Simplifier:
             positions = range(len(call.args))
         else:
             return None
+        bcast = self.bcast
         for k in positions:
             a = call.args[k]
-            inner = self.op_def(a, ("broadcast_to",))
-            if inner is not None:
-                src = inner.args[0]
-            elif (type(a) is Constant and a.data.ndim and a.data.dtype.kind in "biuf"
+            ta = type(a)
+            if ta is Var:
+                if a not in bcast:
+                    continue
+                src = self.defs[a].args[0]
+            elif (ta is Constant and a.data.ndim and a.data.dtype.kind in "biuf"
                   and self.uniform_of(a) is not _NO_VALUE):
                 src = Constant(a.data.reshape(-1)[:1].reshape(()))  # same dtype, one element
             else:
@@ -287,9 +315,11 @@ class _Simplifier:
                     return self.negated(a, t, out, hint)
                 if _is(ua, -1):
                     return self.negated(b, t, out, hint)
+                return self.sign_into_constant(name, a, b, t)
             elif name == "divide":
                 if _is(ub, 1):
                     return self.adapt(a, t, out, hint)
+                return self.sign_into_constant(name, a, b, t)
             elif _is(ub, 1):
                 return self.adapt(a, t, out, hint)
             elif _is(ub, 2):
@@ -297,8 +327,18 @@ class _Simplifier:
                 return None if x is None else self.typed_call("multiply", [x, x], {}, t)
             return None
         if name == "negative":
-            inner = self.op_def(args[0], ("negative",))
-            return inner.args[0] if inner is not None else None
+            inner = self.op_def(args[0], ("negative", "multiply", "divide"))
+            if inner is None:
+                return None
+            if inner.callee.name == "negative":
+                return inner.args[0]
+            p, q = inner.args
+            for k, c in enumerate((p, q)):
+                if _float_constant(c):
+                    pair = [p, q]
+                    pair[k] = Constant(np.negative(c.data))
+                    return self.typed_call(inner.callee.name, pair, {}, t)
+            return None
         x = args[0] if args else None
         if name in _SHAPE_IDENTITY and x.type == t:
             return x
