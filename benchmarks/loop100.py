@@ -2,7 +2,9 @@
 with respect to W.
 
 Rows: chainrule (the Python ``for`` loop unrolled by tracing, compiled
-``cr.value_and_grad``), hand-written NumPy backprop (the baseline: forward
+``cr.value_and_grad``), chainrule with the loop kept as a loop
+(``cr.fori_loop``: reverse mode through ``While`` with per-iteration pullbacks
+on a stack; and the same with ``checkpoint_every=10``), hand-written NumPy backprop (the baseline: forward
 keeps each step's tanh, backward walks them in reverse), autograd, PyTorch
 eager, JAX (``lax.scan`` under ``jit``), each when installed.
 
@@ -62,6 +64,18 @@ def run_shape(batch: int, width: int, steps: int, reps: int) -> None:
     notes.append(f"chainrule first call {(time.perf_counter() - t0) * 1e3:.0f} ms")
     assert np.allclose(g, ref) and np.allclose(value, ref_value)
     rows["chainrule (unrolled, compiled)"] = lambda: vg(w, x)
+
+    def looped(every):
+        def loss(w, x):
+            body = lambda i, x: x - 0.1 * cnp.tanh(x @ w)
+            return cnp.sum(cr.fori_loop(0, steps, body, x, checkpoint_every=every) ** 2)
+
+        return cr.value_and_grad(loss)
+
+    vl, vc = looped(None), looped(10)
+    assert np.allclose(vl(w, x)[1], ref) and np.allclose(vc(w, x)[1], ref)
+    rows["chainrule (fori_loop, compiled)"] = lambda: vl(w, x)
+    rows["chainrule (fori_loop, checkpoint_every=10)"] = lambda: vc(w, x)
     rows["hand-written NumPy"] = lambda: hand_value_and_grad(w, x, steps)
     ag = C.peer("autograd")
     if ag is not None:
@@ -116,6 +130,7 @@ def main() -> None:
           f"{reps} repeats; {C.versions()}")
     for batch, width in SHAPES:
         run_shape(batch, width, steps, reps)
+
 
 if __name__ == "__main__":
     main()
