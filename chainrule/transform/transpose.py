@@ -245,7 +245,6 @@ def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> N
                           cond, body), f"{binding.var.name}_replay")
     tape = b.emit(TupleGetItem(replay, len(nl)), f"{binding.var.name}_tape")
     # 2. reverse: pop an iteration, recompute its coefficients, transpose its body
-    carry_t = TupleType([lvs[i].type for i in li])
     parts = adj.split(msg, node.result_type) if n > 1 else [msg]
     ct_all = {i: adj.materialize(parts[i], lvs[i].type) for i in li}
     s = Var(f"{binding.var.name}_tape", stype)
@@ -278,7 +277,6 @@ def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> N
         adj.accumulate(node.init[i], b.emit(TupleGetItem(rev, 1 + k)), tr.wants)
     for k, u in enumerate(free):
         adj.accumulate(u, b.emit(TupleGetItem(rev, 1 + len(li) + k)), tr.wants)
-    del carry_t
 
 
 _HANDLERS = {
