@@ -455,7 +455,8 @@ def _vjp_on_tape(f, primals, has_aux):
 
     leaves, _ = flatten(tuple(primals))
     wanted = {i for i, x in enumerate(leaves)
-              if np.issubdtype(np.asarray(x).dtype, np.inexact)}
+              if np.issubdtype(np.dtype(x.dtype) if hasattr(x, "_cr_value")
+                               else np.asarray(x).dtype, np.inexact)}
     g = (lambda *a: f(*a)[0]) if has_aux else f
     out, pull = vjp_on_tape(g, primals, wanted)
     ranges = _leaf_ranges(primals)

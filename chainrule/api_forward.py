@@ -9,10 +9,11 @@ import numpy as np
 
 from . import numpy as cnp
 from .api import _Compiled, _leaf_ranges, _leaf_signature, _outer_trace, grad, optimize, vjp
-from .errors import GradientError
+from .errors import CompiledHigherOrderError, ConcretizationError, GradientError
 from .frontend.tracer import Traced, trace_function
 from .ir.nodes import Binding, Block, Function, Module, Tuple, TupleGetItem, Var
 from .ir.types import has_float
+from .ops.common import HANDLERS
 from .tree import flatten, unflatten
 
 
@@ -34,7 +35,58 @@ def jvp(f, primals, tangents):
     if t_tree != in_tree:
         raise GradientError(f"jvp: tangents have structure {t_tree!r} but primals have "
                             f"{in_tree!r}")
-    return _JvpPlan(f, primals).run(leaves, t_leaves)
+    if any(getattr(x, "requires_grad", False) for x in leaves + t_leaves):
+        return _jvp_on_tape(f, primals, tangents)
+    try:
+        plan = _JvpPlan(f, primals)
+    except (ConcretizationError, CompiledHigherOrderError):
+        if any(isinstance(x, Traced) for x in leaves + t_leaves):
+            raise
+        return _jvp_on_tape(f, primals, tangents)
+    return plan.run(leaves, t_leaves)
+
+
+def _jvp_on_tape(f, primals, tangents):
+    """Forward mode as the VJP of the (linear) VJP (MindSpore's route), on the
+    tape: for value-dependent control flow, and for forward mode over the
+    reverse mode of compiled loops and branches (closures the jvp pass does not
+    differentiate)."""
+    from .tape.functional import watch
+    from .tape.graph import grad_tensors
+    from .tape.tensor import Tensor
+
+    leaves, in_tree = flatten(tuple(primals))
+    wanted = {i for i, x in enumerate(leaves)
+              if np.issubdtype(np.dtype(x.dtype) if isinstance(x, Tensor)
+                               else np.asarray(x).dtype, np.inexact)}
+    targs, wrt, _ = watch(primals, wanted)
+    out = f(*targs)
+    out_leaves, out_tree = flatten(out)
+    cts = [Tensor(np.zeros(o.shape, o.dtype), requires_grad=True) for o in out_leaves]
+    total = None
+    for o, c in zip(out_leaves, cts):
+        if isinstance(o, Tensor) and o.requires_grad:
+            term = cnp.sum(o * c)
+            total = term if total is None else total + term
+    t_leaves = flatten(tuple(tangents))[0]
+    if total is None:
+        touts = [np.zeros(o.shape, o.dtype) for o in out_leaves]
+    else:
+        # grads = J^T ct, linear in ct; d<grads, t>/d ct = J t
+        grads = grad_tensors(total, wrt, create_graph=True)
+        inner = None
+        for g, k in zip(grads, sorted(wanted)):
+            if isinstance(g, Tensor) and g.requires_grad:
+                term = cnp.sum(g * t_leaves[k])
+                inner = term if inner is None else inner + term
+        touts = ([np.zeros(o.shape, o.dtype) for o in out_leaves] if inner is None
+                 else grad_tensors(inner, cts))
+    plain = lambda v: v.value() if isinstance(v, Tensor) else v  # noqa: E731
+    outs = [plain(o) for o in out_leaves]
+    touts = [plain(t) for t in touts]
+    if out_tree.kind is None:
+        return outs[0], touts[0]
+    return unflatten(out_tree, outs), unflatten(out_tree, touts)
 
 
 class _JvpPlan:
@@ -102,12 +154,24 @@ def linearize(f, *primals):
     from .transform.linearize import linearize as linearize_pass
 
     leaves, in_tree = flatten(tuple(primals))
-    tf = trace_function(f, primals)
-    if _outer_trace(leaves) is not None or tf.lifted_values:
+
+    def by_jvp():
         out = jvp(f, primals, tuple(_zeros_tree(p) for p in primals))[0]
         return out, lambda *tangents: jvp(f, primals, tangents)[1]
+
+    if any(getattr(x, "requires_grad", False) for x in leaves):
+        return by_jvp()
+    try:
+        tf = trace_function(f, primals)
+    except ConcretizationError:
+        return by_jvp()  # value-dependent control flow: jvp runs it on the tape
+    if _outer_trace(leaves) is not None or tf.lifted_values:
+        return by_jvp()
     main = tf.module["main"]
-    module = optimize(linearize_pass(tf.module, "main"))
+    try:
+        module = optimize(linearize_pass(tf.module, "main"))
+    except CompiledHigherOrderError:
+        return by_jvp()
     out, residuals = _Compiled(module, "main_primal", tf, None).run(leaves)
     floats = _float_positions(main, len(leaves))
     tangent_fn = _Compiled(module, "main_tangent", tf, None)
@@ -191,13 +255,19 @@ def _basis(shape, dtype):
     return [eye[k].reshape(shape) for k in range(n)]
 
 
-def _stack(columns, out_shape, in_shape):
-    """Jacobian of shape out_shape + in_shape from per-input-element columns."""
-    if any(isinstance(c, Traced) for c in columns):
-        j = cnp.stack(columns, axis=-1)
-        return cnp.reshape(j, tuple(out_shape) + tuple(in_shape))
-    j = np.stack([np.asarray(c) for c in columns], axis=-1)
-    return j.reshape(tuple(out_shape) + tuple(in_shape))
+def _aval(v) -> tuple:
+    """(shape, dtype) of an array, a traced value or a tape tensor."""
+    if hasattr(v, "shape") and hasattr(v, "dtype"):
+        return tuple(v.shape), np.dtype(v.dtype)
+    arr = np.asarray(v)
+    return arr.shape, arr.dtype
+
+
+def _stack(parts, axis: int, shape):
+    """Stack Jacobian rows or columns; chainrule values stay recorded."""
+    if any(type(p) in HANDLERS for p in parts):
+        return cnp.reshape(cnp.stack(parts, axis=axis), shape)
+    return np.stack([np.asarray(p) for p in parts], axis=axis).reshape(shape)
 
 
 def jacfwd(f, argnums: int = 0):
@@ -206,11 +276,10 @@ def jacfwd(f, argnums: int = 0):
 
     def jac(*args):
         x = args[argnums]
-        xs = np.shape(x) if not isinstance(x, Traced) else x.shape
-        dtype = x.dtype if isinstance(x, Traced) else np.asarray(x).dtype
+        xs, dtype = _aval(x)
         out, f_lin = linearize(lambda xv: f(*args[:argnums], xv, *args[argnums + 1:]), x)
         cols = [f_lin(e) for e in _basis(xs, dtype)]
-        return _stack(cols, np.shape(out) if not isinstance(out, Traced) else out.shape, xs)
+        return _stack(cols, -1, _aval(out)[0] + xs)
 
     jac.__name__ = f"jacfwd({getattr(f, '__name__', 'f')})"
     return jac
@@ -223,15 +292,9 @@ def jacrev(f, argnums: int = 0):
     def jac(*args):
         x = args[argnums]
         out, pullback = vjp(lambda xv: f(*args[:argnums], xv, *args[argnums + 1:]), x)
-        out_shape = out.shape if isinstance(out, Traced) else np.shape(out)
-        dtype = out.dtype if isinstance(out, Traced) else np.asarray(out).dtype
+        out_shape, dtype = _aval(out)
         rows = [pullback(e)[0] for e in _basis(out_shape, dtype)]
-        xs = x.shape if isinstance(x, Traced) else np.shape(x)
-        if any(isinstance(r, Traced) for r in rows):
-            j = cnp.stack(rows, axis=0)
-        else:
-            j = np.stack([np.asarray(r) for r in rows], axis=0)
-        return cnp.reshape(j, tuple(out_shape) + tuple(xs))
+        return _stack(rows, 0, out_shape + _aval(x)[0])
 
     jac.__name__ = f"jacrev({getattr(f, '__name__', 'f')})"
     return jac
@@ -260,6 +323,8 @@ def hvp(f, primals, tangents):
     if any(isinstance(x, Traced) for x in leaves) or any(
             isinstance(t, Traced) for t in t_leaves):
         return _JvpPlan(grad(f), primals, tangent_only=True).run(leaves, t_leaves)[1]
+    if any(getattr(x, "requires_grad", False) for x in leaves + t_leaves):
+        return jvp(grad(f), primals, tangents)[1]
     try:
         per_f = _HVP_CACHE.setdefault(f, {})
     except TypeError:  # not weakly referenceable: no cache
@@ -267,7 +332,10 @@ def hvp(f, primals, tangents):
     key = (in_tree, tuple(_leaf_signature(x) for x in leaves))
     plan = per_f.get(key)
     if plan is None:
-        plan = _JvpPlan(grad(f), primals, tangent_only=True)
+        try:
+            plan = _JvpPlan(grad(f), primals, tangent_only=True)
+        except (ConcretizationError, CompiledHigherOrderError):
+            return jvp(grad(f), primals, tangents)[1]
         if not plan.tf.lifted_values:
             per_f[key] = plan
     return plan.run(leaves, t_leaves)[1]

@@ -317,10 +317,40 @@ def test_higher_order_through_loops_falls_back_to_the_tape():
     d2 = (fp(x + 1e-6) - fp(x - 1e-6)) / 2e-6
     assert cr.grad(f)(x) == pytest.approx(d1, rel=1e-12)
     assert cr.grad(cr.grad(f))(x) == pytest.approx(d2, rel=1e-7)
+    # forward over the reverse mode of a loop: the jvp pass refuses the closures,
+    # the API answers by double VJP on the tape
+    assert cr.jvp(cr.grad(f), (x,), (1.0,))[1] == pytest.approx(d2, rel=1e-7)
     from chainrule.errors import CompiledHigherOrderError
+    from chainrule.frontend.tracer import trace_function
+    from chainrule.transform.jvp import jvp as jvp_pass
 
     with pytest.raises(CompiledHigherOrderError, match="not compiled yet"):
-        cr.jvp(cr.grad(f), (x,), (1.0,))
+        jvp_pass(trace_function(cr.grad(f), (np.float64(x),)).module)
+
+
+def test_hessian_and_hvp_through_loops_match_unrolled():
+    x, v = np.array([0.3, -0.2]), np.array([1.0, 2.0])
+    looped = lambda x: cnp.sum(cr.fori_loop(0, 3, lambda i, x: cnp.sin(x) * 1.2, x) ** 2)
+
+    def unrolled(x):
+        for _ in range(3):
+            x = cnp.sin(x) * 1.2
+        return cnp.sum(x ** 2)
+
+    np.testing.assert_allclose(cr.hessian(looped)(x), cr.hessian(unrolled)(x), rtol=1e-12)
+    np.testing.assert_allclose(cr.hvp(looped, (x,), (v,)), cr.hvp(unrolled, (x,), (v,)),
+                               rtol=1e-12)
+
+
+def test_forward_mode_with_value_dependent_python_control_flow():
+    def h(x):
+        if cnp.sum(x) > 0:
+            return cnp.sum(cnp.sin(x) ** 2)
+        return cnp.sum(x)
+
+    x, v = np.array([1.3, 0.8]), np.array([1.0, 2.0])
+    assert cr.jvp(h, (x,), (v,))[1] == pytest.approx(np.sum(np.sin(2 * x) * v), rel=1e-12)
+    np.testing.assert_allclose(cr.hessian(h)(x), np.diag(2 * np.cos(2 * x)), atol=1e-12)
 
 
 CHECKPOINT_TEXT = """
