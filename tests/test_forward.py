@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (golden IR text has long signature lines)
 """Forward mode, linearize, transpose and higher-order compositions (issue 4):
 two routes to every derivative, checked against each other and against
 finite differences."""
@@ -205,3 +206,60 @@ def test_jacobians_of_vector_function():
     J = np.array([[x[1], x[0], 0.0], [0.0, 0.0, np.cos(x[2])], list(2 * x)])
     np.testing.assert_allclose(cr.jacfwd(f)(x), J, rtol=1e-12)
     np.testing.assert_allclose(cr.jacrev(f)(x), J, rtol=1e-12)
+
+
+LIN_BEFORE = """
+def f(x: f64[3], w: f64[3]) -> f64:
+    a = multiply(x, w)
+    b = tanh(a)
+    s = sum(b)
+    return s
+"""
+
+LIN_AFTER = """\
+def f_primal(x: f64[3], w: f64[3]) -> tuple[f64, tuple[f64[3], f64[3], f64[3]]]:
+    a = multiply(x, w)
+    b = tanh(a)
+    lv6 = multiply(b, b)
+    lv7 = subtract(1.0, lv6)
+    s = sum(b)
+    return (s, (w, x, lv7))
+
+def f_tangent(w_res: f64[3], x_res: f64[3], lv7_res: f64[3], x_dot: f64[3], w_dot: f64[3]) -> f64:
+    lv3 = multiply(x_dot, w_res)
+    lv4 = multiply(x_res, w_dot)
+    a_dot = add(lv3, lv4)
+    b_dot = multiply(a_dot, lv7_res)
+    s_dot = sum(b_dot)
+    return s_dot
+
+def f_tangent_transpose(w_res: f64[3], x_res: f64[3], lv7_res: f64[3], cotangent: f64) -> tuple[f64[3], f64[3]]:
+    b_dot_ct = broadcast_to(cotangent, shape=(3,))
+    a_dot_ct = multiply(b_dot_ct, lv7_res)
+    w_dot_ct = multiply(a_dot_ct, x_res)
+    x_dot_ct = multiply(a_dot_ct, w_res)
+    return (x_dot_ct, w_dot_ct)
+"""
+
+TRANSPOSE_AFTER = """\
+def g_transpose(c: f64[3], cotangent: f64[3]) -> tuple[f64[3]]:
+    lv4 = negative(cotangent)
+    lv5 = add(lv4, cotangent)
+    lv6 = multiply(cotangent, c)
+    t_ct = add(lv5, lv6)
+    return (t_ct,)
+"""
+
+
+def test_golden_linearize_then_transpose():
+    m = cr.parse(LIN_BEFORE)
+    lin = linearize_pass(m, "f")
+    both = transpose(lin, "f_tangent", linear=["x_dot", "w_dot"])
+    cr.verify(both)
+    assert str(both).split("\n\n", 1)[1] == LIN_AFTER
+    assert cr.parse(str(both)) == both
+
+
+def test_golden_transpose_fanout():
+    m = transpose(cr.parse(TRANSPOSE_FANOUT), "g", linear=["t"])
+    assert str(m).split("\n\n", 1)[1] == TRANSPOSE_AFTER

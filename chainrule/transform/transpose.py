@@ -128,12 +128,20 @@ class _Transposer:
         self.lin = lin
         self.copy = Mutator(module)
         self.copy.builder = self.b
+        self.fixed: set[Var] = set()  # coefficients and parameters: never renamed
 
     def wants(self, v) -> bool:
         return v in self.lin
 
     def coefficients(self, bindings) -> None:
         self.copy.emit_bindings([b for b in bindings if b.var not in self.lin])
+        self.fixed.update(v for v in self.copy.subst.values() if isinstance(v, Var))
+
+    def name_cotangent(self, v: Var, msg) -> None:
+        """A cotangent the sweep computed is named after its variable: ``<v>_ct``."""
+        if isinstance(msg, Var) and msg not in self.fixed:
+            msg.name = f"{v.name}_ct"
+            self.fixed.add(msg)
 
     def view(self, atom, adj):
         if isinstance(atom, Var) and atom in self.lin:
@@ -151,6 +159,7 @@ class _Transposer:
             msg = adj.msgs.pop(v, None)
             if v not in self.lin or msg is None:
                 continue
+            self.name_cotangent(v, msg)
             handler = _HANDLERS.get(type(binding.value))
             if handler is None:
                 raise TransposeError(f"transpose: cannot transpose {type(binding.value).__name__}")
@@ -315,8 +324,11 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
         others = [tr.copy.copy_var(p) for p in fn.params if p not in lin]
         ct = Var("cotangent", fn.ret_type)
         trace.builder.params = others + [ct]
+        tr.fixed.update(others + [ct])
         tr.coefficients(fn.body.bindings)
         msgs = tr.sweep(fn.body.bindings, fn.body.result, ct, lin_params)
+        for p, m in zip(lin_params, msgs):
+            tr.name_cotangent(p, m)
         adj = Adjoints(trace)
         outs = [adj.materialize(m, p.type) for m, p in zip(msgs, lin_params)]
         out = trace.builder.finish_function(Tuple(outs))
