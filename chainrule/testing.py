@@ -18,11 +18,6 @@ class GradientCheckError(ChainruleError, AssertionError):
     """A derivative disagrees with finite differences."""
 
 
-def _float_leaves(tree):
-    leaves, td = flatten(tree)
-    return [np.asarray(x) for x in leaves], td
-
-
 def _random_like(tree, rng):
     leaves, td = flatten(tree)
     out = []

@@ -276,3 +276,24 @@ def test_chainrule_numpy_on_numpy_arrays():
     np.testing.assert_allclose(cnp.cumprod(x, axis=1), np.cumprod(x, axis=1))
     assert isinstance(cnp.matmul(x, x.T), np.ndarray)
     assert cnp.multiply(np.ones(2, np.float32), 2.5).dtype == np.float32
+
+
+def test_registered_pytree_node_and_tree_map():
+    from chainrule.tree import flatten, register_pytree_node, tree_map, unflatten
+
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+    register_pytree_node(Pair, lambda p: ([p.a, p.b], None), lambda aux, c: Pair(*c))
+    leaves, tree = flatten({"p": Pair(1.0, (2.0, 3.0))})
+    assert leaves == [1.0, 2.0, 3.0]
+    back = unflatten(tree, [4.0, 5.0, 6.0])
+    assert back["p"].a == 4.0 and back["p"].b == (5.0, 6.0)
+    doubled = tree_map(lambda x, y: x + y, {"u": [1, 2]}, {"u": [10, 20]})
+    assert doubled == {"u": [11, 22]}
+    import chainrule as cr
+    import chainrule.numpy as cnp
+
+    g = cr.grad(lambda p: cnp.sum(p.a * p.b))(Pair(np.array([2.0]), np.array([3.0])))
+    assert float(g.a[0]) == 3.0 and float(g.b[0]) == 2.0

@@ -181,10 +181,6 @@ class Function(Expr):
 ATOMS = (Var, Constant)
 
 
-def is_atom(x) -> bool:
-    return isinstance(x, ATOMS)
-
-
 def is_arg(x) -> bool:
     """An atom, or a (nested) tuple of atoms: what a call argument may be."""
     if isinstance(x, ATOMS):

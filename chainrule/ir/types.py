@@ -85,10 +85,6 @@ class DType(str):
         return str(self)
 
 
-def dtype_of(x) -> DType:
-    return DType(np.result_type(x))
-
-
 def _check_dim(d) -> int | str:
     if isinstance(d, (int, np.integer)) and not isinstance(d, bool):
         if d < 0:
@@ -176,10 +172,6 @@ class FuncType(Type):
 
 def scalar(dtype) -> TensorType:
     return TensorType((), dtype)
-
-
-def is_float_tensor(t: Type) -> bool:
-    return isinstance(t, TensorType) and t.dtype.is_float
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from ..errors import GradientError
 from ..ir.builder import Builder
-from ..ir.nodes import Call, Function, Module, Tuple, Var
+from ..ir.nodes import Call, Module, Tuple, Var
 from ..ir.op import Op
-from ..ir.types import TensorType, TupleType, has_float
+from ..ir.types import TensorType
 from ..ir.visitor import Mutator, vars_used
 from .jvp import jvp
 from .unzip import Unzip
@@ -69,7 +69,3 @@ def linearize(module: Module, func: str = "main") -> Module:
     funcs[f"{func}_primal"] = prim
     funcs[f"{func}_tangent"] = tang
     return Module(funcs, module.meta)
-
-
-def tangent_param_types(fn: Function):
-    return TupleType([p.type for p in fn.params if has_float(p.type)])
