@@ -4,7 +4,8 @@ with respect to W.
 Rows: chainrule (the Python ``for`` loop unrolled by tracing, compiled
 ``cr.value_and_grad``), chainrule with the loop kept as a loop
 (``cr.fori_loop``: reverse mode through ``While`` with per-iteration pullbacks
-on a stack; and the same with ``checkpoint_every=10``), hand-written NumPy backprop (the baseline: forward
+on a stack; and the same with ``checkpoint_every=10``), hand-written NumPy
+backprop (the baseline: forward
 keeps each step's tanh, backward walks them in reverse), autograd, PyTorch
 eager, JAX (``lax.scan`` under ``jit``), each when installed.
 
