@@ -22,6 +22,7 @@ from ..tree import flatten, leaf_paths, unflatten
 from .array_methods import ArrayMethods
 
 _TRACE_STACK: list[Trace] = []
+_ARRAY_TYPES = (np.ndarray, np.generic)
 
 
 class Traced(ArrayMethods):
@@ -129,7 +130,7 @@ class Trace:
         strong = [a.var.type.dtype.numpy for a in args
                   if isinstance(a, Traced) and isinstance(a.var.type, TensorType)]
         strong += [np.asarray(a).dtype for a in args
-                   if isinstance(a, np.ndarray | np.generic)]
+                   if isinstance(a, _ARRAY_TYPES)]
         atoms = [self.atom(a, strong) for a in args]
         try:
             var = self.builder.call(op, atoms, attrs)
