@@ -317,15 +317,22 @@ def test_higher_order_through_loops_falls_back_to_the_tape():
     d2 = (fp(x + 1e-6) - fp(x - 1e-6)) / 2e-6
     assert cr.grad(f)(x) == pytest.approx(d1, rel=1e-12)
     assert cr.grad(cr.grad(f))(x) == pytest.approx(d2, rel=1e-7)
-    # forward over the reverse mode of a loop: the jvp pass refuses the closures,
-    # the API answers by double VJP on the tape
+    # forward over the reverse mode of a loop: the jvp pass differentiates the
+    # pullback closures (their duals) and the stack that holds them, compiled
     assert cr.jvp(cr.grad(f), (x,), (1.0,))[1] == pytest.approx(d2, rel=1e-7)
     from chainrule.errors import CompiledHigherOrderError
     from chainrule.frontend.tracer import trace_function
+    from chainrule.transform.gradient import gradient as gradient_pass
     from chainrule.transform.jvp import jvp as jvp_pass
 
+    module = trace_function(cr.grad(f), (np.float64(x),)).module
+    jm = jvp_pass(module)
+    cr.verify(jm)
+    assert cr.parse(str(jm)) == jm
+    assert "_dual" in str(jm) and "stack_push" in str(jm)
+    assert cr.run(jm, x, 1.0, func="main_jvp")[1] == pytest.approx(d2, rel=1e-7)
     with pytest.raises(CompiledHigherOrderError, match="not compiled yet"):
-        jvp_pass(trace_function(cr.grad(f), (np.float64(x),)).module)
+        gradient_pass(module)
 
 
 def test_hessian_and_hvp_through_loops_match_unrolled():
@@ -492,3 +499,16 @@ def test_fori_loop_checkpoint_every_k():
     x = rng.normal(size=3)
     f = lambda x: cnp.sum(cr.fori_loop(2, 9, lambda i, v: cnp.sin(v) * 1.1, x, checkpoint_every=3))
     check_grads(f, (x,), modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize("name", ["slang_pos", "slang_neg", "newton", "nested", "break"])
+def test_second_order_through_control_flow(name):
+    fns = {
+        "slang_pos": (lambda a: slang(a, 3.0) * slang(a, 0.5), (np.float64(0.7),)),
+        "slang_neg": (lambda a: slang(a, 3.0), (np.float64(-0.7),)),
+        "newton": (lambda a: newton(1.0, a) * a, (np.float64(2.0),)),
+        "nested": (nested, (np.array([0.2, -0.4, 0.9]),)),
+        "break": (lambda x: break_loop(x, 2.0), (np.array([0.3, 0.7]),)),
+    }
+    f, args = fns[name]
+    check_grads(f, args, order=2, modes=("fwd", "rev"), atol=1e-4, rtol=1e-4)

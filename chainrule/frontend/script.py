@@ -270,10 +270,14 @@ class ScriptFunction:
         leaves = flatten(list(args))[0]
         if any(isinstance(x, Traced) for x in leaves):
             return self.inline(args)
-        from ..backend.interpret import run
+        from ..backend.interpret import Interpreter, run
 
         m = self.module(*args)
-        return run(m, *args, func=self._modules[self.signature(args)][1])
+        func = self._modules[self.signature(args)][1]
+        if any(getattr(x, "requires_grad", False) for x in leaves):
+            # tape tensors: run the IR through the op functions, so the tape records it
+            return Interpreter(m, dispatch=True).call_function(m[func], list(args), {})
+        return run(m, *args, func=func)
 
     def inline(self, args):
         """Compile the body into the trace of the (traced) arguments."""

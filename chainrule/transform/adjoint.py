@@ -8,7 +8,7 @@ parts of tuples never become arrays unless a rule must see them.
 
 from __future__ import annotations
 
-from ..errors import GradientError
+from ..errors import CompiledHigherOrderError, GradientError
 from ..frontend.tracer import Trace, Traced
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
 from ..ir.op import get_op
@@ -68,7 +68,8 @@ class Adjoints:
             return self.b.call(get_op("zeros"), [], {"shape": t.shape, "dtype": t.dtype}, name)
         if isinstance(t, TupleType):
             return Tuple(self.zeros(f) for f in t.fields)
-        raise GradientError(f"no zero value for type {t!r}")
+        raise CompiledHigherOrderError(f"no zero tangent for a value of type {t!r} (a "
+                                       f"function or stack whose derivative is unknown)")
 
     def materialize(self, msg, t: Type):
         """An atom (or tuple of atoms) for a message; zeros where it is None."""

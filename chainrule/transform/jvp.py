@@ -26,16 +26,34 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.op import Op
-from ..ir.types import FuncType, TensorType, TupleType, has_float
+from ..ir.types import FuncType, ListType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars
 from ..rules import JVP, NONDIFFERENTIABLE
 from .adjoint import Adjoints
 
 
+def dual_type(t):
+    """The type of a value's tangent: the same for arrays; for a function, its
+    dual ``(args, arg tangents) -> (result, result tangent)``; for a stack of
+    functions, a stack of their duals."""
+    if isinstance(t, TupleType):
+        return TupleType(dual_type(f) for f in t.fields)
+    if isinstance(t, FuncType):
+        return FuncType(list(t.params) + [dual_type(p) for p in t.params if has_float(p)],
+                        TupleType([t.ret, dual_type(t.ret)]))
+    if isinstance(t, ListType):
+        return ListType(dual_type(t.elem))
+    return t
+
+
+def has_function(t) -> bool:
+    if isinstance(t, TupleType):
+        return any(has_function(f) for f in t.fields)
+    return isinstance(t, (FuncType, ListType))
+
+
 def jvp_type(fn: Function) -> FuncType:
-    tangents = [p.type for p in fn.params if has_float(p.type)]
-    return FuncType([p.type for p in fn.params] + tangents,
-                    TupleType([fn.ret_type, fn.ret_type]))
+    return dual_type(fn.type)
 
 
 class _Context:
@@ -79,13 +97,11 @@ class _ForwardSweep:
         self.b._counter = len(fn.body.bindings)
         self.adj = Adjoints(self.trace)
         self.tangents: dict[Var, object] = {}
-        from .gradient import _refuse_closures
-
-        _refuse_closures(list(_all_bindings(fn.body)), None, "forward")
         missing = sorted({b.value.callee.name for b in _all_bindings(fn.body)
                           if isinstance(b.value, Call) and isinstance(b.value.callee, Op)
                           and b.value.callee.name not in JVP
-                          and b.value.callee.name not in NONDIFFERENTIABLE})
+                          and b.value.callee.name not in NONDIFFERENTIABLE
+                          and b.value.callee.name not in STACK_FORWARD})
         if missing:
             raise NoRuleError(f"no JVP rule for: {', '.join(missing)} "
                               f"(register one with chainrule.rules.register_jvp)")
@@ -101,7 +117,8 @@ class _ForwardSweep:
     def run(self) -> Function:
         fn, b = self.fn, self.b
         params = [Var(p.name, p.type) for p in fn.params]
-        dots = [Var(f"{p.name}_dot", p.type) for p in fn.params if has_float(p.type)]
+        dots = [Var(f"{p.name}_dot", dual_type(p.type)) for p in fn.params
+                if has_float(p.type)]
         b.params = params + dots
         copy = self.copy = Mutator(self.ctx.module)
         copy.builder = b
@@ -145,7 +162,8 @@ class _ForwardSweep:
 def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     call = binding.value
     tangents = [sweep.tangent(a) for a in call.args]
-    if isinstance(call.callee, GlobalVar) and any(t is not None for t in tangents):
+    if isinstance(call.callee, GlobalVar) and (any(t is not None for t in tangents) or (
+            has_function(sweep.ctx.module[call.callee.name].ret_type))):
         fn = sweep.ctx.module[call.callee.name]
         jname = sweep.ctx.jvp_name(call.callee.name)
         args = [sweep.copy.atom(a) for a in call.args]
@@ -157,8 +175,9 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
         sweep.set_tangent(binding.var, sweep.b.emit(TupleGetItem(pair, 1)), new)
         return
     if isinstance(call.callee, Var):
-        raise GradientError(f"{binding.var.name}: forward mode through calls of local "
-                            f"function values is not supported yet")
+        return closure_call_forward(sweep, binding)
+    if isinstance(call.callee, Op) and call.callee.name in STACK_FORWARD:
+        return STACK_FORWARD[call.callee.name](sweep, binding)
     new = sweep.copy_binding(binding)
     op = call.callee
     if isinstance(call.callee, GlobalVar) or op.name in NONDIFFERENTIABLE or all(
@@ -223,7 +242,8 @@ def _assign_forward(sweep: _ForwardSweep, binding: Binding) -> None:
 def _if_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     """Each branch computes its result and the result's tangent."""
     node: If = binding.value
-    if not sweep.has_tangent_inputs([node.then_block, node.else_block]):
+    if not sweep.has_tangent_inputs([node.then_block, node.else_block]) and not has_function(
+            binding.var.type):
         sweep.copy_binding(binding)
         return
     b, t = sweep.b, binding.var.type
@@ -252,7 +272,7 @@ def _while_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     b, adj = sweep.b, sweep.adj
     floats = [v for v in lvs if has_float(v.type)]
     new_lvs = [Var(v.name, v.type) for v in lvs]
-    dots = [Var(f"{v.name}_dot", v.type) for v in floats]
+    dots = [Var(f"{v.name}_dot", dual_type(v.type)) for v in floats]
     for old, new in zip(lvs, new_lvs):
         sweep.copy.subst[old] = new
     for old, d in zip(floats, dots):
@@ -316,3 +336,8 @@ def jvp(module: Module, func: str = "main") -> Module:
     funcs = dict(module.functions)
     funcs.update(ctx.generated)
     return Module(funcs, {**module.meta, "loop_splits": ctx.loop_splits})
+
+
+from .jvp_closures import STACK_FORWARD, closure_call_forward, function_forward  # noqa: E402
+
+_FORWARD[Function] = function_forward

@@ -11,7 +11,7 @@ pushes each iteration's needed values on a stack, a reversal of that stack
 
 from __future__ import annotations
 
-from ..errors import GradientError
+from ..errors import CompiledHigherOrderError, GradientError
 from ..ir.infer import arg_type
 from ..ir.nodes import Binding, Block, Call, Constant, If, Tuple, TupleGetItem, Var, While
 from ..ir.op import Op, get_op
@@ -67,7 +67,9 @@ class Unzip:
                     v.tuple_value in self.split_ifs or v.tuple_value in self.split_loops):
                 self._getitem(b, primal, tangent)
             elif nested_blocks(v) and not isinstance(v, (If, While)):
-                raise GradientError(f"linearize: {b.var.name} holds a closure")
+                raise CompiledHigherOrderError(
+                    f"linearize: {b.var.name} holds a closure (a derivative of a loop or "
+                    f"branch); it is not unzipped yet, the API falls back to jvp")
             elif isinstance(v, Call) and not isinstance(v.callee, Op) and self.is_tangent(v):
                 raise GradientError(f"linearize: {b.var.name} calls a function; inline it first")
             elif self.is_tangent(v):

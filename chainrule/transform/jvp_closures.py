@@ -1,0 +1,94 @@
+"""Forward mode through closures and stacks: what reverse mode of loops and
+branches produces, so ``jvp`` of a gradient (hvp, hessians) stays compiled.
+
+The tangent of a function value is its *dual*: a closure taking the
+arguments and their tangents and returning the result and its tangent; it
+captures the tangents of the values the function closes over, so their
+variation is carried along. A stack of functions has a stack of duals as its
+tangent: every push, pop and empty stack is mirrored on it.
+"""
+
+from __future__ import annotations
+
+from ..errors import CompiledHigherOrderError
+from ..ir.nodes import Binding, Call, Function, Tuple, TupleGetItem, Var
+from ..ir.op import get_op
+from ..ir.types import has_float
+
+
+def function_forward(sweep, binding: Binding) -> None:
+    """f = Function(params, body);  f_dot = its dual, over the same body."""
+    fn: Function = binding.value
+    new = sweep.copy_binding(binding)
+    from .jvp import dual_type
+
+    b = sweep.b
+    params = [Var(p.name, p.type) for p in fn.params]
+    dots = [Var(f"{p.name}_dot", dual_type(p.type)) for p in fn.params if has_float(p.type)]
+    for old, p in zip(fn.params, params):
+        sweep.copy.subst[old] = p
+    for old, d in zip([p for p in fn.params if has_float(p.type)], dots):
+        sweep.tangents[old] = d
+    b.begin_block()
+    sweep.bindings(fn.body.bindings)
+    result = sweep.copy.atom(fn.body.result)
+    dresult = sweep.adj.materialize(sweep.tangent(fn.body.result), fn.ret_type)
+    body = b.end_block(Tuple([result, dresult]))
+    dual = b.emit(Function(params + dots, body, dual_type(fn.type).ret), f"{new.name}_dual")
+    sweep.tangents[binding.var] = dual
+
+
+def closure_call_forward(sweep, binding: Binding) -> None:
+    """y = f(x);  (y, y_dot) = f_dual(x, x_dot)"""
+    call: Call = binding.value
+    dual = sweep.tangents.get(call.callee)
+    if dual is None:
+        raise CompiledHigherOrderError(
+            f"forward mode through a call of {call.callee.name}, a function value whose "
+            f"derivative is unknown here (a parameter?); the API falls back to the tape")
+    fn_type = call.callee.type
+    args = [sweep.copy.atom(a) for a in call.args]
+    dargs = [sweep.adj.materialize(sweep.tangent(a), t)
+             for a, t in zip(call.args, fn_type.params) if has_float(t)]
+    pair = sweep.b.emit(Call(dual, args + dargs), f"{binding.var.name}_dual")
+    new = sweep.b.emit(TupleGetItem(pair, 0), binding.var.name)
+    sweep.copy.subst[binding.var] = new
+    sweep.tangents[binding.var] = sweep.b.emit(TupleGetItem(pair, 1), f"{binding.var.name}_dot")
+
+
+def _stack_empty(sweep, binding: Binding) -> None:
+    from .jvp import dual_type
+
+    sweep.copy_binding(binding)
+    elem = binding.value.attrs["elem"]
+    sweep.tangents[binding.var] = sweep.b.call(get_op("stack_empty"), [],
+                                               {"elem": dual_type(elem)},
+                                               f"{binding.var.name}_dot")
+
+
+def _stack_push(sweep, binding: Binding) -> None:
+    new = sweep.copy_binding(binding)
+    s, x = binding.value.args
+    ds = sweep.tangent(s)
+    if ds is None:
+        raise CompiledHigherOrderError(f"forward mode: the stack {s.name} has no tangent")
+    dx = sweep.adj.materialize(sweep.tangent(x), x.type)
+    sweep.tangents[binding.var] = sweep.b.call(get_op("stack_push"), [ds, dx], None,
+                                               f"{new.name}_dot")
+
+
+def _stack_pop(sweep, binding: Binding) -> None:
+    new = sweep.copy_binding(binding)
+    ds = sweep.tangent(binding.value.args[0])
+    if ds is None:
+        raise CompiledHigherOrderError("forward mode: a popped stack has no tangent")
+    sweep.tangents[binding.var] = sweep.b.call(get_op("stack_pop"), [ds], None,
+                                               f"{new.name}_dot")
+
+
+STACK_FORWARD = {
+    "stack_empty": _stack_empty,
+    "stack_push": _stack_push,
+    "stack_pop": _stack_pop,
+    "stack_nonempty": lambda sweep, binding: sweep.copy_binding(binding),
+}
