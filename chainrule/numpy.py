@@ -344,3 +344,17 @@ def take_along_axis(x, indices, axis):
             ix_shape[i] = shape[i]
             key.append(_np.arange(shape[i]).reshape(ix_shape))
     return getitem(x, tuple(key))
+
+
+# -- static facts ------------------------------------------------------------------------
+def shape(x) -> tuple:
+    """The static shape (also of traced values and tape tensors)."""
+    return _shape(x)
+
+
+def ndim(x) -> int:
+    return len(_shape(x))
+
+
+def size(x) -> int:
+    return int(_np.prod(_shape(x), dtype=_np.int64))

@@ -295,7 +295,7 @@ def cond(pred, true_fun, false_fun, *operands):
     return pytrees of the same structure and types."""
     tr = _active_trace(pred, operands)
     if not isinstance(pred, Traced):
-        return true_fun(*operands) if bool(np.asarray(pred)) else false_fun(*operands)
+        return true_fun(*operands) if bool(pred) else false_fun(*operands)
     c = bool_atom(tr, pred, "cond")
     then = run_branch(tr, lambda: flatten(true_fun(*operands)))
     other = run_branch(tr, lambda: flatten(false_fun(*operands)))
