@@ -127,3 +127,58 @@ def test_all_routes_agree_through_loops_and_branches(seed):
     tx_, ty_ = ct.tensor(x, requires_grad=True), ct.tensor(y, requires_grad=True)
     f(tx_, ty_).backward()
     np.testing.assert_allclose(tx_.grad, gx, rtol=1e-9, atol=1e-12)
+
+
+RICH_UNARY = [
+    lambda a: cnp.max(a, axis=-1, keepdims=True) if a.ndim else a * 2.0,
+    lambda a: cnp.min(a) + a,
+    lambda a: cnp.prod(cnp.tanh(a) + 1.5, axis=0) if a.ndim else a,
+    lambda a: cnp.softmax(a, axis=-1) if a.ndim else cnp.sigmoid(a),
+    lambda a: cnp.log_softmax(a, axis=0) if a.ndim else a,
+    lambda a: cnp.logsumexp(a, axis=-1) if a.ndim else a,
+    lambda a: cnp.mean(a, axis=0) if a.ndim else a,
+    lambda a: a[..., ::2] if a.ndim and a.shape[-1] > 1 else a,
+    lambda a: a[np.array([0, 0])] if a.ndim else a,
+    lambda a: cnp.concatenate([a, a * 0.5], axis=-1) if a.ndim else a,
+    lambda a: cnp.cumsum(a, axis=-1) if a.ndim else a,
+    lambda a: cnp.abs(a) + cnp.relu(a),
+    lambda a: cnp.expand_dims(a, 0) * 1.1,
+    lambda a: cnp.flip(a, -1) if a.ndim else a,
+    lambda a: a @ cnp.ones((a.shape[-1], 3)) * 0.2 if a.ndim else a,
+    lambda a: cnp.power(cnp.abs(a) + 0.5, 1.7),
+]
+
+
+def make_rich_program(seed: int):
+    rng = np.random.default_rng(seed)
+    picks = [int(rng.integers(len(RICH_UNARY))) for _ in range(rng.integers(2, 6))]
+
+    def f(x):
+        v = x
+        total = 0.0
+        for k in picks:
+            v = RICH_UNARY[k](v)
+            total = total + cnp.sum(v * v) * 0.1
+        return total + cnp.sum(cnp.tanh(v))
+
+    return f, rng.uniform(-1, 1, (3, 4))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rich_ops_first_and_second_order(seed):
+    f, x = make_rich_program(seed)
+    g = cr.grad(f)(x)
+    rng = np.random.default_rng(3000 + seed)
+    v = rng.standard_normal(x.shape)
+    eps = 1e-6
+    fd = (f(x + eps * v) - f(x - eps * v)) / (2 * eps)
+    assert float(np.sum(g * v)) == pytest.approx(fd, rel=1e-5, abs=1e-6), f"seed {seed}"
+    tx = ct.tensor(x, requires_grad=True)
+    f(tx).backward()
+    np.testing.assert_allclose(tx.grad, g, rtol=1e-10, atol=1e-12)
+    # second order: forward over reverse vs reverse over reverse vs differences
+    hv = cr.hvp(f, (x,), (v,))
+    hv_rr = cr.grad(lambda x: cnp.sum(cr.grad(f)(x) * v))(x)
+    np.testing.assert_allclose(hv, hv_rr, rtol=1e-8, atol=1e-10)
+    num = (cr.grad(f)(x + eps * v) - cr.grad(f)(x - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(hv, num, rtol=1e-4, atol=1e-5)
