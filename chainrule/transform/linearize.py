@@ -10,7 +10,7 @@ residuals.
 
 from __future__ import annotations
 
-from ..errors import GradientError
+from ..errors import CompiledHigherOrderError
 from ..ir.builder import Builder
 from ..ir.nodes import Call, Module, Tuple, Var
 from ..ir.op import Op
@@ -22,14 +22,18 @@ from .unzip import Unzip
 
 def linearize(module: Module, func: str = "main") -> Module:
     """Add ``<func>_primal`` and ``<func>_tangent`` (see the module docstring)."""
+    from .inline import inline
+
+    module = inline(module)  # calls of non-recursive functions become straight-line code
     base = module[func]
     jm = jvp(module, func)
     jf = jm[f"{func}_jvp"]
     n = len(base.params)
     for b in jf.body.bindings:
         if isinstance(b.value, Call) and not isinstance(b.value.callee, Op):
-            raise GradientError(f"linearize: {b.var.name} calls a module function; inline "
-                                f"it first")
+            raise CompiledHigherOrderError(
+                f"linearize: {b.var.name} calls a recursive module function, which is not "
+                f"unzipped; the API falls back to jvp")
     uz = Unzip(jf.params[n:], jm.meta.get("loop_splits"))
     primal, tangent = uz.block(jf.body.bindings)
     result, dresult = jf.body.result.fields

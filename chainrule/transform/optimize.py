@@ -60,6 +60,11 @@ class Optimize(Pass):
 register_pass(Optimize)
 
 
-def optimize(module: Module, max_rounds: int = MAX_ROUNDS) -> Module:
-    """Clean up ``module``: simplify, cse, dce until nothing changes (a few rounds)."""
+def optimize(module: Module, max_rounds: int = MAX_ROUNDS, inline_calls: bool = True) -> Module:
+    """Clean up ``module``: inline non-recursive calls and known closures (partial
+    evaluation), then simplify, cse, dce until nothing changes (a few rounds)."""
+    if inline_calls:
+        from .inline import inline
+
+        module = inline(module)
     return Optimize(max_rounds)(module)
