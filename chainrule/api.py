@@ -271,10 +271,18 @@ def _build_grad(f, argnums, has_aux, args, leaves):
     module = optimize(Module({"main_adjoint": module["main_adjoint"],
                               **{k: v for k, v in module.functions.items()
                                  if k not in ("main", "main_adjoint")}}, module.meta))
+    module = _reachable(module, "main_adjoint")
     entry = _Compiled(module, "main_adjoint", tf, None)
     entry.nums, entry.ranges, entry.out_tree = nums, ranges, tf.out_tree
     entry.arg_trees = [flatten(args[a])[1] for a in nums]
     return entry
+
+
+def _reachable(module: Module, root: str) -> Module:
+    """Only the functions ``root`` calls (inlining leaves the others unused)."""
+    from .transform.dce import dce
+
+    return dce(module, roots=[root])
 
 
 def _grads_tree(entry, grads, args):
