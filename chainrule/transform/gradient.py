@@ -311,12 +311,16 @@ def _call_backward(sweep: _Sweep, binding: Binding, msg) -> None:
     if len(partials) != len(args):
         raise GradientError(f"the VJP rule of {op.name} returned {len(partials)} cotangents "
                             f"for {len(args)} operands")
-    fitted = []
+    fitted, dropped = [], False
     for old, new, p in zip(call.args, args, partials):
-        if p is None or not _wants_any(sweep, old):
+        if p is None:
+            continue
+        if not _wants_any(sweep, old):
+            dropped = True
             continue
         fitted.append((old, adj.fit(p, _arg_type(new))))
-    prune(sweep.b.bindings, start, [f for _, f in fitted])
+    if dropped:  # work done only for a cotangent nobody needs
+        prune(sweep.b.bindings, start, [f for _, f in fitted])
     for old, atom in fitted:
         adj.accumulate(old, atom, sweep.wants)
 
