@@ -16,7 +16,7 @@ stack's depth, so data-dependent loops need no bound.
 
 from __future__ import annotations
 
-from ..ir.nodes import Binding, Block, Call, Function, If, Tuple, TupleGetItem, Var, While
+from ..ir.nodes import Binding, Call, Function, If, Tuple, TupleGetItem, Var, While
 from ..ir.op import get_op
 from ..ir.types import FuncType, ListType, TupleType, has_float
 from ..ir.visitor import block_free_vars
@@ -162,4 +162,4 @@ FORWARD_REWRITES[While] = _while_forward
 _BACKWARD[If] = _if_backward
 _BACKWARD[While] = _while_backward
 
-__all__ = ["Block"]
+__all__: list[str] = []  # registers handlers in gradient.py; nothing to import

@@ -343,4 +343,4 @@ def _mentions(atom, lin) -> bool:
     return isinstance(atom, Var) and atom in lin
 
 
-__all__ = ["transpose", "Undefined", "Function"]
+__all__ = ["transpose", "Undefined"]

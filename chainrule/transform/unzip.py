@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..errors import CompiledHigherOrderError, GradientError
 from ..ir.infer import arg_type
-from ..ir.nodes import Binding, Block, Call, Constant, If, Tuple, TupleGetItem, Var, While
+from ..ir.nodes import Binding, Block, Call, If, Tuple, TupleGetItem, Var, While
 from ..ir.op import Op, get_op
 from ..ir.types import ListType, TensorType, TupleType
 from ..ir.visitor import nested_blocks, vars_used
@@ -215,4 +215,4 @@ class Unzip:
         self.split_loops[b.var] = (ploop, tloop, n)
 
 
-__all__ = ["Unzip", "Constant"]
+__all__ = ["Unzip"]
