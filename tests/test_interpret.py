@@ -7,6 +7,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from programs import with_power
 
 import chainrule as cr
 from chainrule.backend import Interpreter
@@ -55,22 +56,11 @@ def test_loop_that_never_runs():
     assert root == 1.0 and iters == 0
 
 
-POWER = module("""
-    def pw(x: f64, n: i64) -> f64:
-        c = greater(n, 0)
-        if c:
-            m = subtract(n, 1)
-            p = pw(x, m)
-            q = multiply(x, p)
-            r = q
-        else:
-            r = 1.0
-        return r
-
-    def main(x: f64, n: i64) -> f64:
-        y = pw(x, n)
-        return y
-""")
+POWER = module(with_power("""\
+def main(x: f64, n: i64) -> f64:
+    y = pw(x, n)
+    return y
+"""))
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 30])

@@ -8,6 +8,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from programs import with_power
 
 import chainrule as cr
 from chainrule.ir import (
@@ -135,27 +136,16 @@ def test_index_with_constant_index_array():
 
 # -- functions, calls, recursion, closures -----------------------------------------------------
 def test_module_function_calls_and_self_recursion():
-    same_text("""
-        def pw(x: f64, n: i64) -> f64:
-            c = greater(n, 0)
-            if c:
-                m = subtract(n, 1)
-                p = pw(x, m)
-                q = multiply(x, p)
-                r = q
-            else:
-                r = 1.0
-            return r
+    same_text(with_power("""\
+def main(x: f64) -> f64:
+    y = pw(x, 5)
+    z = helper(y)
+    return z
 
-        def main(x: f64) -> f64:
-            y = pw(x, 5)
-            z = helper(y)
-            return z
-
-        def helper(a: f64) -> f64:
-            b = negative(a)
-            return b
-    """)
+def helper(a: f64) -> f64:
+    b = negative(a)
+    return b
+"""))
 
 
 def test_closure_capturing_outer_variable():

@@ -10,6 +10,7 @@ import textwrap
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from programs import with_power
 
 import chainrule as cr
 from chainrule.errors import ChainruleError, ParseError
@@ -380,22 +381,11 @@ VALID = [text(s) for s in [
         k = add(c0, f32(inf))
         return h
     """,
-    """
-    def pw(x: f64, n: i64) -> f64:
-        c = greater(n, 0)
-        if c:
-            m = subtract(n, 1)
-            p = pw(x, m)
-            q = multiply(x, p)
-            r = q
-        else:
-            r = 1.0
-        return r
-
-    def main(x: f64) -> f64:
-        y = pw(x, 5)
-        return y
-    """,
+    with_power("""\
+def main(x: f64) -> f64:
+    y = pw(x, 5)
+    return y
+"""),
     """
     def main(x: f64[3], y: f64) -> tuple[f64[3], Callable[[f64[3]], f64[3]]]:
         def g(z: f64[3]) -> f64[3]:

@@ -91,15 +91,10 @@ class Interpreter:
                 callee = v.callee
                 args = [value_of(a, env) for a in v.args]
                 if isinstance(callee, Op):
-                    try:
-                        if self.dispatch:
-                            env[b.var] = apply(callee, *args, **v.attrs)
-                        else:
-                            env[b.var] = callee.kernel(*args, **v.attrs)
-                    except (ArithmeticError, IndexError, ValueError, TypeError) as exc:
-                        # data-dependent failures, e.g. an index array out of bounds
-                        raise InterpretError(
-                            f"{callee.name} (binding {b.var.name}) failed: {exc}") from None
+                    if self.dispatch:
+                        env[b.var] = _checked(apply, callee, args, v.attrs, b.var, callee)
+                    else:
+                        env[b.var] = _checked(callee.kernel, callee, args, v.attrs, b.var)
                 elif isinstance(callee, GlobalVar):
                     env[b.var] = self.call_global(callee.name, args)
                 else:
@@ -130,6 +125,101 @@ class Interpreter:
             nxt = self.block(w.body, env)
             carry = [nxt] if len(w.loop_vars) == 1 else list(nxt)
         return carry[0] if len(carry) == 1 else tuple(carry)
+
+
+def _checked(fn, op, args, attrs, var, *first):
+    """``fn(*first, *args, **attrs)``; data-dependent failures (an index array out of
+    bounds, a negative integer power) become InterpretError naming op and binding."""
+    try:
+        return fn(*first, *args, **attrs)
+    except (ArithmeticError, IndexError, ValueError, TypeError) as exc:
+        raise InterpretError(f"{op.name} (binding {var.name}) failed: {exc}") from None
+
+
+class StraightLine:
+    """A function made only of op calls, tuple fields and atoms (what a recorded
+    tape's pullback is), run without the general interpreter's dispatch and with
+    every value freed after its last use."""
+
+    __slots__ = ("params", "steps", "result")
+
+    @classmethod
+    def plan(cls, fn: Function) -> StraightLine | None:
+        """The plan of ``fn``, or None when it holds anything else (branches, loops...)."""
+        last: dict = {}
+        steps = []
+        for i, b in enumerate(fn.body.bindings):
+            v = b.value
+            if type(v) is Call and isinstance(v.callee, Op) and all(map(_is_arg, v.args)):
+                steps.append([_CALL, b.var, (v.callee, v.args, v.attrs), None])
+                used = v.args
+            elif type(v) is TupleGetItem and _is_arg(v.tuple_value):
+                steps.append([_GETITEM, b.var, (v.tuple_value, v.index), None])
+                used = (v.tuple_value,)
+            elif _is_arg(v):
+                steps.append([_COPY, b.var, v, None])
+                used = (v,)
+            else:
+                return None
+            for x in _flat_vars(used):
+                last[x] = i
+        keep = set(_flat_vars((fn.body.result,)))
+        dead: list = [[] for _ in steps]
+        for x, i in last.items():
+            if x not in keep:
+                dead[i].append(x)
+        for i, step in enumerate(steps):
+            if step[1] not in last and step[1] not in keep:
+                dead[i].append(step[1])  # never used: freed at once
+        for step, d in zip(steps, dead):
+            step[3] = tuple(d)
+        self = cls()
+        self.params, self.steps, self.result = fn.params, steps, fn.body.result
+        return self
+
+    def __call__(self, *args):
+        if len(args) != len(self.params):
+            raise InterpretError(f"takes {len(self.params)} arguments, got {len(args)}")
+        env = dict(zip(self.params, args))
+        for kind, var, payload, dead in self.steps:
+            if kind == _CALL:
+                op, atoms, attrs = payload
+                values = [env[a] if type(a) is Var else _atom_value(a, env) for a in atoms]
+                env[var] = _checked(op.kernel, op, values, attrs, var)
+            elif kind == _GETITEM:
+                env[var] = _atom_value(payload[0], env)[payload[1]]
+            else:
+                env[var] = _atom_value(payload, env)
+            for x in dead:
+                del env[x]
+        return _atom_value(self.result, env)
+
+
+_CALL, _GETITEM, _COPY = 0, 1, 2
+
+
+def _is_arg(x) -> bool:
+    if type(x) is Tuple:
+        return all(_is_arg(f) for f in x.fields)
+    return type(x) in (Var, Constant)
+
+
+def _flat_vars(atoms) -> list:
+    out = []
+    for x in atoms:
+        if type(x) is Tuple:
+            out.extend(_flat_vars(x.fields))
+        elif type(x) is Var:
+            out.append(x)
+    return out
+
+
+def _atom_value(x, env):
+    if type(x) is Var:
+        return env[x]
+    if type(x) is Constant:
+        return x.data
+    return tuple(_atom_value(f, env) for f in x.fields)
 
 
 def _coerce(arg, t, where: str):

@@ -17,8 +17,7 @@ import threading
 from collections import Counter, OrderedDict
 
 from ..errors import GradientError, InterpretError
-from ..ir.nodes import Call, Constant, Function, Module, Tuple, TupleGetItem, Var
-from ..ir.op import Op
+from ..ir.nodes import Call, Function, Module
 from ..ir.visitor import free_vars
 
 STATS = {
@@ -125,14 +124,13 @@ class Pullback:
                 return self.compiled(*args)
             except (ArithmeticError, IndexError, ValueError, TypeError) as exc:
                 raise InterpretError(f"backward (compiled) failed: {exc}") from exc
-        plan = self._plan
-        if plan is None:
-            plan = self._plan = _plan(self.module["backward"])
-        if plan is False:  # not straight-line code: the reference interpreter
-            from ..backend.interpret import Interpreter
+        from ..backend.interpret import Interpreter, StraightLine
 
+        if self._plan is None:
+            self._plan = StraightLine.plan(self.module["backward"]) or False
+        if self._plan is False:  # not straight-line code: the reference interpreter
             return Interpreter(self.module).call_function(self.module["backward"], args, {})
-        return _run_plan(plan, args)
+        return self._plan(*args)
 
     def run_recording(self, args: list):
         """Run with op calls dispatched, so tape tensors record them (create_graph)."""
@@ -140,87 +138,3 @@ class Pullback:
 
         return Interpreter(self.module, dispatch=True).call_function(
             self.module["backward"], args, {})
-
-
-# -- straight-line interpretation, freeing values after their last use ----------------
-_CALL, _GETITEM, _COPY = 0, 1, 2
-
-
-def _plan(fn: Function):
-    """Steps ``(kind, var, payload, dead)`` for a body of op calls, tuple fields and
-    atoms (what a recorded graph's pullback is), or False for anything else."""
-
-    def atom_ok(x):
-        if type(x) is Tuple:
-            return all(atom_ok(f) for f in x.fields)
-        return type(x) in (Var, Constant)
-
-    last: dict = {}
-    bindings = fn.body.bindings
-    steps = []
-    for i, b in enumerate(bindings):
-        v = b.value
-        if type(v) is Call and isinstance(v.callee, Op) and all(atom_ok(a) for a in v.args):
-            steps.append([_CALL, b.var, (v.callee, v.args, v.attrs), None])
-            used = v.args
-        elif type(v) is TupleGetItem and atom_ok(v.tuple_value):
-            steps.append([_GETITEM, b.var, (v.tuple_value, v.index), None])
-            used = (v.tuple_value,)
-        elif atom_ok(v):
-            steps.append([_COPY, b.var, v, None])
-            used = (v,)
-        else:
-            return False
-        for x in _flat(used):
-            last[x] = i
-    keep = set(_flat((fn.body.result,)))
-    dead: list = [[] for _ in steps]
-    for x, i in last.items():
-        if x not in keep:
-            dead[i].append(x)
-    for i, step in enumerate(steps):
-        if step[1] not in last and step[1] not in keep:
-            dead[i].append(step[1])  # never used: freed at once
-    for step, d in zip(steps, dead):
-        step[3] = tuple(d)
-    return (fn.params, steps, fn.body.result)
-
-
-def _flat(atoms):
-    out = []
-    for x in atoms:
-        if type(x) is Tuple:
-            out.extend(_flat(x.fields))
-        elif type(x) is Var:
-            out.append(x)
-    return out
-
-
-def _value(x, env):
-    if type(x) is Var:
-        return env[x]
-    if type(x) is Constant:
-        return x.data
-    return tuple(_value(f, env) for f in x.fields)
-
-
-def _run_plan(plan, args):
-    params, steps, result = plan
-    if len(args) != len(params):
-        raise InterpretError(f"backward takes {len(params)} arguments, got {len(args)}")
-    env = dict(zip(params, args))
-    for kind, var, payload, dead in steps:
-        if kind == _CALL:
-            op, atoms, attrs = payload
-            values = [env[a] if type(a) is Var else _value(a, env) for a in atoms]
-            try:
-                env[var] = op.kernel(*values, **attrs)
-            except (ArithmeticError, IndexError, ValueError, TypeError) as exc:
-                raise InterpretError(f"{op.name} (binding {var.name}) failed: {exc}") from None
-        elif kind == _GETITEM:
-            env[var] = _value(payload[0], env)[payload[1]]
-        else:
-            env[var] = _value(payload, env)
-        for x in dead:
-            del env[x]
-    return _value(result, env)
