@@ -30,11 +30,7 @@ def jvp(f, primals, tangents):
     (0.0, 2.0)
     """
     primals, tangents = tuple(primals), tuple(tangents)
-    leaves, in_tree = flatten(primals)
-    t_leaves, t_tree = flatten(tangents)
-    if t_tree != in_tree:
-        raise GradientError(f"jvp: tangents have structure {t_tree!r} but primals have "
-                            f"{in_tree!r}")
+    leaves, t_leaves = _matching_leaves(primals, tangents, "jvp")
     if any(getattr(x, "requires_grad", False) for x in leaves + t_leaves):
         return _jvp_on_tape(f, primals, tangents)
     try:
@@ -44,6 +40,16 @@ def jvp(f, primals, tangents):
             raise
         return _jvp_on_tape(f, primals, tangents)
     return plan.run(leaves, t_leaves)
+
+
+def _matching_leaves(primals, tangents, what: str):
+    """The leaves of primals and tangents, which must have the same tree structure."""
+    leaves, in_tree = flatten(primals)
+    t_leaves, t_tree = flatten(tangents)
+    if t_tree != in_tree:
+        raise GradientError(f"{what}: tangents have structure {t_tree!r} but primals have "
+                            f"{in_tree!r}")
+    return leaves, t_leaves
 
 
 def _jvp_on_tape(f, primals, tangents):
@@ -315,11 +321,7 @@ def hvp(f, primals, tangents):
     On arrays, the program is traced and compiled once per function and primal
     signature (like ``grad``), later calls only run it."""
     primals, tangents = tuple(primals), tuple(tangents)
-    leaves, in_tree = flatten(primals)
-    t_leaves, t_tree = flatten(tangents)
-    if t_tree != in_tree:
-        raise GradientError(f"jvp: tangents have structure {t_tree!r} but primals have "
-                            f"{in_tree!r}")
+    leaves, t_leaves = _matching_leaves(primals, tangents, "hvp")
     if any(isinstance(x, Traced) for x in leaves) or any(
             isinstance(t, Traced) for t in t_leaves):
         return _JvpPlan(grad(f), primals, tangent_only=True).run(leaves, t_leaves)[1]
@@ -329,7 +331,7 @@ def hvp(f, primals, tangents):
         per_f = _HVP_CACHE.setdefault(f, {})
     except TypeError:  # not weakly referenceable: no cache
         per_f = {}
-    key = (in_tree, tuple(_leaf_signature(x) for x in leaves))
+    key = (flatten(primals)[1], tuple(_leaf_signature(x) for x in leaves))
     plan = per_f.get(key)
     if plan is None:
         try:
