@@ -13,7 +13,7 @@ from .errors import CompiledHigherOrderError, ConcretizationError, GradientError
 from .frontend.tracer import Traced, trace_function
 from .ir.nodes import Binding, Block, Function, Module, Tuple, TupleGetItem, Var
 from .ir.types import has_float
-from .ops.common import HANDLERS
+from .ir.op import HANDLERS
 from .tree import flatten, unflatten
 
 

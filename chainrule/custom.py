@@ -26,7 +26,7 @@ import numpy as np
 from .errors import ChainruleError, TypeInferenceError
 from .ir.op import Op, register_op
 from .ir.types import DType, TensorType, TupleType
-from .ops.common import apply
+from .ir.op import apply
 from .rules.registry import JVP, VJP
 from .tree import flatten, unflatten
 
@@ -103,8 +103,8 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
 
     def defvjp(self, fwd, bwd) -> None:
         self.fwd, self.bwd = fwd, bwd
-        VJP[self.op.name] = self._vjp_rule
-        JVP[self.op.name] = self._jvp_rule
+        VJP[self.op] = self._vjp_rule
+        JVP[self.op] = self._jvp_rule
 
     def _trace_structure(self, types):
         if not hasattr(self, "fwd"):
@@ -174,8 +174,8 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
 
     def defjvp(self, rule):
         self.rule = rule
-        JVP[self.op.name] = self._jvp_rule
-        VJP[self.op.name] = self._vjp_rule
+        JVP[self.op] = self._jvp_rule
+        VJP[self.op] = self._vjp_rule
         return rule
 
     def _trace_structure(self, types):

@@ -50,7 +50,6 @@ from collections import OrderedDict
 import numpy as np
 
 from ..errors import CodegenError, InterpretError
-from ..ir.indexing import ArrayIndex
 from ..ir.nodes import (
     Block,
     Call,
@@ -64,18 +63,12 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.op import OPS, Op
+from .. import ops
+from ..ir.op import Op
 from ..ir.types import TensorType
 from ..ir.visitor import atoms_of, free_vars, vars_used
-from .emit_ops import (
-    ALLOC_OPS,
-    INPLACE_OPS,
-    NONALIAS_OPS,
-    TEMPLATES,
-    OpEmit,
-    int_literal,
-    literal,
-)
+from ..ops.indexing import advanced
+from ..ops.templates import OpEmit, int_literal, literal
 from .interpret import _coerce
 
 RESERVED = (frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
@@ -140,15 +133,16 @@ def _block_uses(block: Block) -> set:
     return out
 
 
-def _op_call(value, name: str | None = None) -> bool:
+def _op_call(value, op: Op | None = None) -> bool:
     return (type(value) is Call and isinstance(value.callee, Op)
-            and (name is None or value.callee.name == name))
+            and (op is None or value.callee is op))
 
 
-def _advanced_index(call) -> bool:
-    """An ``index`` with an index array: NumPy's advanced indexing copies, never a view."""
-    return call.callee.name == "index" and any(
-        type(k) is ArrayIndex for k in call.attrs.get("key", ()))
+def _fresh_result(call) -> bool:
+    """The op never returns (a view of) an operand: reading a buffer there does not
+    alias it (an ``index`` with an index array copies, as NumPy's advanced indexing)."""
+    op = call.callee
+    return not op.aliases or (op is ops.index and advanced(call.attrs.get("key", ())))
 
 
 def _bufferable(t) -> bool:
@@ -298,8 +292,7 @@ class _ModuleCodegen:
         perm = {}
         for b in block.bindings:
             v = b.value
-            if (_op_call(v, "permute_dims") and OPS.get("permute_dims") is v.callee
-                    and len(v.args) == 1 and type(v.args[0]) in (Var, Constant)
+            if (_op_call(v, ops.permute_dims) and len(v.args) == 1 and type(v.args[0]) in (Var, Constant)
                     and isinstance(v.args[0].type, TensorType) and v.args[0].type.ndim == 2
                     and v.attrs.get("axes") in ((1, 0), [1, 0])):
                 perm[b.var] = v.args[0]
@@ -308,7 +301,7 @@ class _ModuleCodegen:
         used = set()
         for b in block.bindings:
             v = b.value
-            if _op_call(v, "matmul") and OPS.get("matmul") is v.callee:
+            if _op_call(v, ops.matmul):
                 for a in v.args:
                     if type(a) is not Var:
                         for x in _flat_vars(a):
@@ -327,16 +320,14 @@ class _ModuleCodegen:
         """Variables of this block holding a buffer that this function allocated and
         that nothing else can see: only read as operands of ops returning fresh arrays."""
         owned = {b.var for b in block.bindings
-                 if _op_call(b.value) and b.value.callee.name in ALLOC_OPS
-                 and OPS.get(b.value.callee.name) is b.value.callee and _bufferable(b.var.type)}
+                 if _op_call(b.value) and b.value.callee.fresh and _bufferable(b.var.type)}
         if not owned:
             return owned
         for i, b in enumerate(block.bindings):
             v = b.value
             if b.var in inline:
                 continue
-            if _op_call(v) and OPS.get(v.callee.name) is v.callee and (
-                    v.callee.name in NONALIAS_OPS or _advanced_index(v)):
+            if _op_call(v) and _fresh_result(v):
                 for a in v.args:
                     if type(a) is not Var:
                         owned.difference_update(_flat_vars(a))
@@ -443,10 +434,10 @@ class _ModuleCodegen:
             return self.atom(a, inline)
 
         res = None
-        template = TEMPLATES.get(op.name) if OPS.get(op.name) is op else None
+        template = op.emit
         if template is not None and all(type(a) in (Var, Constant) for a in v.args):
             reuse = ()
-            if op.name in INPLACE_OPS and plan.owned:
+            if op.inplace and plan.owned:
                 reuse = tuple(k for k, a in enumerate(v.args)
                               if a in plan.owned and plan.last.get(a) == i
                               and a.type == b.var.type)

@@ -36,7 +36,7 @@ from ..ir.nodes import (
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType
 from ..ir.visitor import free_vars
-from ..ops.common import apply
+from ..ir.op import apply
 from ..tree import flatten, unflatten
 
 

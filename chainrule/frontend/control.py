@@ -39,7 +39,7 @@ from ..ir.nodes import Block, Constant, If, Tuple, TupleGetItem, Var, While
 from ..ir.op import OPS
 from ..ir.types import DType, TensorType, Type
 from ..ops import index_add
-from ..ops.common import PYTHON_SCALARS
+from ..ir.op import PYTHON_SCALARS
 from ..tree import flatten, unflatten
 from .tracer import Trace, Traced, current_trace
 

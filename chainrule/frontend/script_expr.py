@@ -27,7 +27,7 @@ from ..ir.op import OPS
 from ..ir.parser import parse_attr, parse_constant
 from ..ir.types import DTYPES, TensorType, TupleType, Type
 from ..ops import index_add
-from ..ops.common import apply as apply_op
+from ..ir.op import apply as apply_op
 from .control import bool_atom, finish_if, is_weak, leaf_atom, run_branch
 from .tracer import Traced
 

@@ -1,9 +1,5 @@
-"""Tracing: run a Python function on traced values that emit IR.
-
-A ``Trace`` owns a Builder. Traces nest (a ``grad`` inside a traced function
-traces its own function); a value of an outer trace met by an inner one is
-lifted into an extra parameter of the inner function (closure conversion),
-so every traced function is closed.
+"""Tracing: run a Python function on traced values that emit IR
+(``chainrule.emit``), with pytree arguments and results.
 """
 
 from __future__ import annotations
@@ -12,147 +8,12 @@ import inspect
 
 import numpy as np
 
-from ..errors import ChainruleError, TraceError, TypeInferenceError
-from ..ir.builder import Builder
-from ..ir.nodes import Constant, Module, Tuple, TupleGetItem, Var
-from ..ir.op import Op
+from ..emit.trace import Trace, Traced, current_trace
+from ..errors import ChainruleError, TraceError
+from ..ir.nodes import Module, Tuple
+from ..ir.op import PYTHON_SCALARS
 from ..ir.types import DType, TensorType, TupleType, Type
-from ..ops.common import HANDLERS, PYTHON_SCALARS, weak_scalar_dtype
 from ..tree import flatten, leaf_paths, unflatten
-from .array_methods import ArrayMethods
-
-_TRACE_STACK: list[Trace] = []
-_ARRAY_TYPES = (np.ndarray, np.generic)
-
-
-class Traced(ArrayMethods):
-    """A value being traced: a variable of the IR under construction."""
-
-    __slots__ = ("trace", "var")
-
-    def __init__(self, trace: Trace, var):
-        self.trace = trace
-        self.var = var
-
-    @property
-    def type(self) -> Type:
-        return self.var.type
-
-    @property
-    def shape(self) -> tuple:
-        t = self.var.type
-        if not isinstance(t, TensorType):
-            raise TraceError(f"{self.var.name} is a {t!r}, which has no shape")
-        return t.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.var.type.dtype.numpy
-
-    def _cr_apply(self, op: Op, args, attrs):
-        inner = self.trace
-        for a in args:
-            if isinstance(a, Traced) and a.trace.level > inner.level:
-                inner = a.trace
-        return inner.apply(op, args, attrs)
-
-    def __repr__(self) -> str:
-        return f"Traced({self.var.name}: {self.var.type!r})"
-
-
-HANDLERS[Traced] = 100
-
-
-class Trace:
-    """One function being traced into IR."""
-
-    def __init__(self, name: str = "main"):
-        self.name = name
-        self.builder = Builder()
-        self.level = len(_TRACE_STACK)
-        self.lifted: dict[Var, Var] = {}  # outer var -> parameter of this function
-        self.lifted_values: list[Traced] = []
-        # module functions called from this trace (e.g. @script callees); trace_function
-        # puts them into the traced module next to the traced function
-        self.functions: dict = {}
-
-    def __enter__(self) -> Trace:
-        self.level = len(_TRACE_STACK)
-        _TRACE_STACK.append(self)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        _TRACE_STACK.remove(self)
-
-    # -- converting Python values to atoms ----------------------------------------
-    def atom(self, x, strong_dtypes=()):
-        if isinstance(x, Traced):
-            if x.trace is self:
-                return x.var
-            if x.trace.level < self.level and x.trace in _TRACE_STACK:
-                return self._lift(x)
-            raise TraceError(
-                f"a traced value ({x.var.name}) escaped the function that traced it; "
-                f"return it instead of storing it")
-        if type(x) in PYTHON_SCALARS:
-            return Constant(np.asarray(x, dtype=weak_scalar_dtype(x, strong_dtypes)))
-        if isinstance(x, (tuple, list)) and x and any(isinstance(e, Traced) for e in x):
-            return Tuple(self.atom(e) for e in x)
-        value = getattr(x, "_cr_value", None)
-        if value is not None:  # a tape tensor seen while tracing: its current value
-            x = value()
-        try:
-            arr = np.asarray(x)
-        except Exception as exc:  # noqa: BLE001 - any conversion failure is a user error
-            raise TraceError(f"cannot use {type(x).__name__} as an array: {exc}") from None
-        if arr.dtype == object:
-            raise TraceError(f"cannot use {x!r} (of type {type(x).__name__}) as an array")
-        DType(arr.dtype)  # refuse unsupported dtypes early
-        return Constant(arr)
-
-    def _lift(self, x: Traced) -> Var:
-        if x.var not in self.lifted:
-            p = Var(f"{x.var.name}", x.var.type)
-            self.lifted[x.var] = p
-            self.lifted_values.append(x)
-        return self.lifted[x.var]
-
-    def wrap(self, var: Var):
-        """A traced value for a variable; tuples become Python tuples of traced fields."""
-        if isinstance(var.type, TupleType):
-            return tuple(
-                self.wrap(self.builder.emit(TupleGetItem(var, i)))
-                for i in range(len(var.type.fields))
-            )
-        return Traced(self, var)
-
-    def apply(self, op: Op, args, attrs):
-        strong = [a.var.type.dtype.numpy for a in args
-                  if isinstance(a, Traced) and isinstance(a.var.type, TensorType)]
-        strong += [np.asarray(a).dtype for a in args
-                   if isinstance(a, _ARRAY_TYPES)]
-        atoms = [self.atom(a, strong) for a in args]
-        try:
-            var = self.builder.call(op, atoms, attrs)
-        except TypeInferenceError as exc:
-            raise TypeInferenceError(f"{exc}{_user_location()}") from None
-        return self.wrap(var)
-
-    def call(self, callee, args, name=None):
-        """Emit a call to a function (GlobalVar or function-valued Var)."""
-        return self.wrap(self.builder.call(callee, [self.atom(a) for a in args], name=name))
-
-
-def _user_location() -> str:
-    """' (at file:line)' of the innermost frame outside chainrule, for error messages."""
-    frame = inspect.currentframe()
-    while frame is not None:
-        mod = frame.f_globals.get("__name__", "")
-        if not mod.startswith("chainrule") or mod.startswith("chainrule.tests"):
-            return f" (at {frame.f_code.co_filename}:{frame.f_lineno})"
-        frame = frame.f_back
-    return ""
-
 
 def abstract_type(x) -> Type:
     if isinstance(x, Traced):
@@ -253,5 +114,5 @@ def trace(f, *args, **kwargs) -> Module:
     return tf.module
 
 
-def current_trace() -> Trace | None:
-    return _TRACE_STACK[-1] if _TRACE_STACK else None
+__all__ = ["Trace", "Traced", "current_trace", "trace", "trace_function", "abstract_type",
+           "param_names", "TracedFunction"]

@@ -27,12 +27,16 @@ from .types import FuncType, Type
 class Builder:
     """Emits bindings into a stack of open blocks, inferring each variable's type."""
 
-    def __init__(self, module: Module | None = None):
+    def __init__(self, module: Module | None = None,
+                 extra_globals: dict[str, FuncType] | None = None, temp_start: int = 0):
+        """``extra_globals``: types of functions being generated next to ``module``
+        (callable before they exist); ``temp_start``: the first ``lvN`` number of
+        unnamed temporaries (past the names of the function being transformed)."""
         self.module = module if module is not None else Module()
         self.params: list[Var] = []
         self._frames: list[list[Binding]] = [[]]
-        self._counter = 0
-        self.extra_globals: dict[str, FuncType] = {}
+        self._counter = temp_start
+        self.extra_globals = extra_globals if extra_globals is not None else {}
 
     # -- names and types -------------------------------------------------------
     def fresh_name(self, hint: str | None = None) -> str:

@@ -19,7 +19,7 @@ from .nodes import (
     Var,
     While,
 )
-from .op import Op
+from .op import Op, attrs_key
 from .types import FuncType, TensorType, TupleType, Type
 
 GlobalTypes = Callable[[str], FuncType]
@@ -34,42 +34,6 @@ BOOL_SCALAR = TensorType((), "bool")
 # without an exact key (arrays, callables, ...) skip the memo.
 _TYPE_MEMO: dict = {}
 _TYPE_MEMO_LIMIT = 8192
-
-
-def _value_key(v):
-    t = type(v)
-    if t is int or t is bool or t is str or v is None:
-        return (t, v)
-    if t is float:
-        return (t, v.hex())
-    if isinstance(v, (tuple, list)):  # tuples, NamedTuples (index keys), lists
-        parts = []
-        for e in v:
-            k = _value_key(e)
-            if k is None:
-                return None
-            parts.append(k)
-        return (t, tuple(parts))
-    if isinstance(v, str):  # DType and other str subclasses
-        return (t, str(v))
-    if isinstance(v, (np.dtype, type)):
-        return (t, v)
-    if isinstance(v, (np.bool_, np.integer, np.floating)):
-        return (t, _value_key(v.item()))
-    return None
-
-
-def attrs_key(attrs: dict):
-    """A hashable key that tells attribute dicts apart exactly, or None."""
-    if not attrs:
-        return ()
-    out = []
-    for k, v in attrs.items():
-        vk = _value_key(v)
-        if vk is None:
-            return None
-        out.append((k, vk))
-    return tuple(out)
 
 
 def type_call(op: Op, types, attrs: dict) -> tuple[dict, Type]:

@@ -1,16 +1,33 @@
-"""Operators: a name, a type rule and a NumPy kernel, declared once.
+"""Operators: one declaration each, holding every fact the passes need.
 
-The registry ``OPS`` maps names to ``Op``s; ``chainrule/ops/`` fills it, one
-file per family. Derivative rules live apart, in ``chainrule/rules/``.
+An ``Op`` is declared once, in its family file under ``chainrule/ops/``: its
+name, type rule, NumPy kernel, and the facts passes and the code generator
+read as fields (linear in which operands, elementwise, how code generation
+writes it, whether its result is a fresh buffer or may alias an operand, its
+names in the user namespace and as an array method). ``OPS`` maps names to
+ops. Derivative rules live in ``chainrule/rules/``, keyed by the op object.
+
+An op is callable: on NumPy arrays it computes, on traced values it emits
+IR, on tape tensors it records (whichever argument type registered in
+``HANDLERS`` with the highest priority takes over).
+
+>>> import numpy as np
+>>> import chainrule.ops as ops
+>>> ops.sum(np.arange(6.0).reshape(2, 3), 1)        # positional attributes follow operands
+array([ 3., 12.])
+>>> ops.sum.linear, ops.tanh.elementwise, ops.argmax.differentiable
+((0,), True, False)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..errors import ChainruleError, TypeInferenceError, UnknownOpError
-from .types import Type
+from .types import DType, TensorType, Type
 
 REQUIRED = object()  # marks an attribute without a default
 
@@ -19,9 +36,9 @@ def _no_normalize(arg_types, attrs):
     return attrs
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class Op:
-    """An operator.
+    """An operator and its facts.
 
     ``infer(arg_types, attrs) -> Type`` is its type rule; it raises
     ``TypeInferenceError`` naming the op, operands and shapes.
@@ -30,17 +47,93 @@ class Op:
     ``normalize(arg_types, attrs)`` puts attributes in canonical form (so
     ``sum(x, axis=-1)`` and ``sum(x, axis=(1,))`` are the same call).
     ``nargs`` is the number of array operands, ``None`` for any number.
+
+    Facts:
+
+    - ``differentiable``: False when the result does not depend
+      differentiably on any operand (comparisons, argmax, creation ops).
+    - ``linear``: ``"all"`` (jointly linear in every operand), ``"one"``
+      (linear in any one operand with the others fixed: multiply, matmul), a
+      tuple of operand positions, or None. The transpose of a linear op is
+      its VJP rule.
+    - ``elementwise``: applied element by element, operands broadcast
+      together as NumPy does.
+    - ``commutative``: two operands that may be swapped.
+    - ``emit``: the code generator's template (``chainrule.ops.templates``),
+      or None to call the kernel from the generated code.
+    - ``fresh``: the result is a newly allocated array (a buffer the
+      generated code may overwrite once it is dead).
+    - ``aliases``: the result may be a view of an operand.
+    - ``inplace``: the template can write the result into a dead operand.
+    - ``namespace`` / ``methods``: names in ``chainrule.numpy`` and array
+      methods that apply this op directly.
     """
 
     name: str
     infer: Callable
     kernel: Callable
-    attrs: dict
+    attrs: dict = field(default_factory=dict)
     nargs: int | None = 1
     normalize: Callable = _no_normalize
+    differentiable: bool = True
+    linear: str | tuple | None = None
+    elementwise: bool = False
+    commutative: bool = False
+    emit: Callable | None = None
+    fresh: bool = False
+    aliases: bool = True
+    inplace: bool = False
+    namespace: tuple = ()
+    methods: tuple = ()
+    doc: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ChainruleError(f"an op name must be an identifier, got {self.name!r}")
+        if self.linear not in (None, "all", "one") and not (
+                isinstance(self.linear, tuple)
+                and all(isinstance(i, int) for i in self.linear)):
+            raise ChainruleError(f"op {self.name}: linear must be None, 'all', 'one' or a tuple "
+                                 f"of operand positions, got {self.linear!r}")
+        for names in (self.namespace, self.methods):
+            if not isinstance(names, tuple) or not all(
+                    isinstance(n, str) and n.isidentifier() for n in names):
+                raise ChainruleError(f"op {self.name}: namespace and methods must be tuples "
+                                     f"of identifiers")
+        object.__setattr__(self, "attrs", dict(self.attrs))
 
     def __repr__(self) -> str:
         return f"Op({self.name})"
+
+    @property
+    def __name__(self) -> str:  # noqa: PLW3201 - op objects stand in for functions
+        return self.name
+
+    def __call__(self, *args, **attrs):
+        """Apply the op; positional values after the operands are attributes, in order."""
+        n = self.nargs
+        if n is not None and len(args) > n:
+            names = list(self.attrs)
+            extra = args[n:]
+            if len(extra) > len(names):
+                raise TypeInferenceError(f"{self.name} takes {n} operand(s) and the "
+                                         f"attributes {names}; got {len(args)} positional "
+                                         f"values")
+            for key, value in zip(names, extra):
+                if key in attrs:
+                    raise TypeInferenceError(f"{self.name}: {key} given twice")
+                attrs[key] = value
+            args = args[:n]
+        return apply(self, *args, **attrs)
+
+    def linear_in(self, positions) -> bool:
+        """Whether the op is linear in the operands at ``positions`` jointly."""
+        kind = self.linear
+        if kind == "all":
+            return True
+        if kind == "one":
+            return len(positions) <= 1
+        return kind is not None and set(positions) <= set(kind)
 
     def check_attrs(self, given: dict) -> dict:
         """Fill defaults and refuse unknown or missing attributes."""
@@ -85,6 +178,9 @@ OPS: dict[str, Op] = {}
 
 
 def register_op(op: Op) -> Op:
+    """Add ``op`` to the registry (names are unique); returns it."""
+    if not isinstance(op, Op):
+        raise ChainruleError(f"register_op takes an Op, not {type(op).__name__}")
     if op.name in OPS:
         raise ChainruleError(f"an op named {op.name!r} is already registered")
     OPS[op.name] = op
@@ -96,3 +192,146 @@ def get_op(name: str) -> Op:
         return OPS[name]
     except KeyError:
         raise UnknownOpError(f"unknown op {name!r}") from None
+
+
+# -- attribute keys ---------------------------------------------------------------------
+def _value_key(v):
+    t = type(v)
+    if t is int or t is bool or t is str or v is None:
+        return (t, v)
+    if t is float:
+        return (t, v.hex())
+    if isinstance(v, (tuple, list)):  # tuples, NamedTuples (index keys), lists
+        parts = []
+        for e in v:
+            k = _value_key(e)
+            if k is None:
+                return None
+            parts.append(k)
+        return (t, tuple(parts))
+    if isinstance(v, str):  # DType and other str subclasses
+        return (t, str(v))
+    if isinstance(v, (np.dtype, type)):
+        return (t, v)
+    if isinstance(v, (np.bool_, np.integer, np.floating)):
+        return (t, _value_key(v.item()))
+    if isinstance(v, Type):
+        return (t, v)
+    return None
+
+
+def attrs_key(attrs: dict):
+    """A hashable key that tells attribute dicts apart exactly (1, 1.0 and True
+    differ, and so do -0.0 and 0.0), or None when a value has no exact key."""
+    if not attrs:
+        return ()
+    out = []
+    for k, v in attrs.items():
+        vk = _value_key(v)
+        if vk is None:
+            return None
+        out.append((k, vk))
+    return tuple(out)
+
+
+# -- dispatch -----------------------------------------------------------------------------
+# Types whose instances take over op application (traced values, tape tensors),
+# registered by the layers above with a priority; the highest priority wins.
+HANDLERS: dict[type, int] = {}
+
+PYTHON_SCALARS = (bool, int, float)
+
+
+def apply(op: Op, *args, **attrs):
+    """Apply ``op``: compute on arrays, or hand over to a traced/tape argument."""
+    best, best_priority = None, -1
+    for a in args:
+        p = HANDLERS.get(type(a), -1)
+        if p > best_priority:
+            best, best_priority = a, p
+    if best is not None:
+        return best._cr_apply(op, args, attrs)
+    return evaluate(op, args, attrs)
+
+
+def is_dispatched(*xs) -> bool:
+    """Whether any of ``xs`` is a traced value or tape tensor (not a plain array)."""
+    return any(type(x) in HANDLERS for x in xs)
+
+
+def weak_scalar_dtype(value, strong_dtypes) -> np.dtype:
+    """NumPy 2 (NEP 50) promotion: a Python scalar takes the dtype of the arrays it meets."""
+    if strong_dtypes:
+        return np.result_type(*strong_dtypes, value)
+    return np.result_type(value)
+
+
+def to_arrays(args) -> list:
+    """Arrays for an op's operands; Python scalars are typed like NumPy 2 types them."""
+    if not any(type(a) in PYTHON_SCALARS for a in args):
+        return [np.asarray(a) for a in args]
+    strong = [np.asarray(a).dtype for a in args if type(a) not in PYTHON_SCALARS]
+    return [np.asarray(a, dtype=weak_scalar_dtype(a, strong)) if type(a) in PYTHON_SCALARS
+            else np.asarray(a) for a in args]
+
+
+# (op, operand signature, attributes) -> (normalized attributes, dtypes of the Python
+# scalar operands): what ``evaluate`` works out before running a kernel, memoized for
+# operands that are arrays and Python scalars (the dtype NumPy 2 gives a scalar
+# depends on its type and the arrays' dtypes, not on its value).
+_EVAL_MEMO: dict = {}
+_EVAL_MEMO_LIMIT = 8192
+_ndarray = np.ndarray
+
+
+def _eval_key(op, args, attrs):
+    sig = []
+    strong = False
+    for a in args:
+        t = type(a)
+        if t is _ndarray:
+            sig.append((a.shape, a.dtype))
+            strong = True
+        elif t is float or t is int or t is bool:
+            sig.append(t)
+        else:
+            return None
+    if not strong:
+        return None
+    ak = attrs_key(attrs)
+    if ak is None:
+        return None
+    return (op, tuple(sig), ak)
+
+
+def evaluate(op: Op, args, attrs, with_attrs: bool = False):
+    """Run an op's kernel on concrete values, normalizing attributes as the IR does
+    (``with_attrs=True`` also returns the normalized attributes)."""
+    key = _eval_key(op, args, attrs)
+    hit = None if key is None else _EVAL_MEMO.get(key)
+    if hit is not None:
+        attrs, scalar_dtypes = hit
+        if scalar_dtypes is None:
+            arrays = args
+        else:
+            arrays = [a if d is None else np.asarray(a, dtype=d)
+                      for a, d in zip(args, scalar_dtypes)]
+    else:
+        arrays = to_arrays(args)
+        for a in arrays:
+            if a.dtype == object:
+                raise TypeInferenceError(f"{op.name}: cannot use a value of type "
+                                         f"{type(a.item() if a.ndim == 0 else a).__name__} "
+                                         f"as an array")
+        types = [TensorType(a.shape, DType(a.dtype)) for a in arrays]
+        attrs, _ = op.type_call(types, attrs)
+        if key is not None:
+            scalar_dtypes = None
+            if any(type(a) in PYTHON_SCALARS for a in args):
+                scalar_dtypes = tuple(arr.dtype if type(a) in PYTHON_SCALARS else None
+                                      for a, arr in zip(args, arrays))
+            if len(_EVAL_MEMO) >= _EVAL_MEMO_LIMIT:
+                _EVAL_MEMO.clear()
+            _EVAL_MEMO[key] = (attrs, scalar_dtypes)
+    out = op.kernel(*arrays, **attrs)
+    return (out, dict(attrs)) if with_attrs else out

@@ -211,3 +211,57 @@ class Mutator:
             self.subst = {}
             funcs[name] = self.function(fn)
         return Module(funcs, self.module.meta)
+
+
+def substitute_vars(fn: Function, sub: dict) -> Function:
+    """``fn`` with variables replaced through ``sub`` (Var -> Var) wherever they are
+    bound or read, parameters and loop variables included; nodes that mention
+    none of them are shared, not copied. Recursion follows block nesting only.
+
+    Passes that choose a variable's final name only after emitting it (the
+    adjoint of ``x`` is known to be final when the reverse sweep reaches ``x``)
+    build the renamed variables and substitute them here, instead of renaming
+    a node in place.
+    """
+    if not sub:
+        return fn
+
+    def atom(x):
+        if type(x) is Var:
+            return sub.get(x, x)
+        if type(x) is Tuple:
+            fields = [atom(f) for f in x.fields]
+            return x if all(a is b for a, b in zip(fields, x.fields)) else Tuple(fields)
+        return x
+
+    def value(v):
+        t = type(v)
+        if t is Call:
+            callee = atom(v.callee) if type(v.callee) is Var else v.callee
+            args = [atom(a) for a in v.args]
+            if callee is v.callee and all(a is b for a, b in zip(args, v.args)):
+                return v
+            return Call(callee, args, v.attrs)
+        if t is TupleGetItem:
+            tv = atom(v.tuple_value)
+            return v if tv is v.tuple_value else TupleGetItem(tv, v.index)
+        if t is If:
+            return If(atom(v.cond), block(v.then_block), block(v.else_block))
+        if t is While:
+            return While([atom(lv) for lv in v.loop_vars], [atom(i) for i in v.init],
+                         block(v.cond), block(v.body))
+        if t is Function:
+            return function(v)
+        return atom(v)
+
+    def block(blk):
+        bindings = []
+        for b in blk.bindings:
+            var, val = sub.get(b.var, b.var), value(b.value)
+            bindings.append(b if var is b.var and val is b.value else Binding(var, val))
+        return Block(bindings, atom(blk.result))
+
+    def function(f):
+        return Function([atom(p) for p in f.params], block(f.body), f.ret_type, f.attrs)
+
+    return function(fn)

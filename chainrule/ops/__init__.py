@@ -1,18 +1,21 @@
 """Operators, one file per family. Importing this package registers them all.
 
-Each op function computes on NumPy arrays, emits IR on traced values and
-records on tape tensors.
+Each op is declared once (``chainrule.ops.common.define``) with its type
+rule, kernel and facts; ops are callable: they compute on NumPy arrays, emit
+IR on traced values and record on tape tensors.
 """
 
+from ..ir.op import OPS, Op, apply, evaluate
 from . import elementwise, indexing, linalg, nn, reduction, shape, stack  # noqa: F401
-from .common import apply, evaluate
+from .composites import prefix_product
 from .elementwise import *  # noqa: F403
-from .indexing import index, index_add
+from .indexing import getitem, index, index_add
 from .linalg import matmul
 from .nn import log_softmax, logsumexp, softmax
 from .reduction import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: A004
 from .shape import *  # noqa: F403
 
-__all__ = ["apply", "evaluate", "elementwise", "indexing", "linalg", "nn", "reduction", "shape",
-           "index", "index_add", "matmul", "softmax", "log_softmax", "logsumexp", "sum", "mean",
-           "max", "min", "prod", "argmax", "argmin", "cumsum"]
+__all__ = ["OPS", "Op", "apply", "evaluate", "elementwise", "indexing", "linalg", "nn",
+           "reduction", "shape", "index", "index_add", "getitem", "matmul", "softmax",
+           "log_softmax", "logsumexp", "sum", "mean", "max", "min", "prod", "argmax", "argmin",
+           "cumsum", "prefix_product"]

@@ -1,128 +1,23 @@
-"""Shared pieces of the type rules (broadcasting, promotion, axes) and the
-dispatch that lets one op function compute on arrays, emit IR on traced
-values and record on tape tensors."""
+"""Shared pieces of op declarations: ``define`` and the type rules' helpers
+(broadcasting, promotion, axes, shapes)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import TypeInferenceError
-from ..ir.infer import attrs_key
 from ..ir.op import REQUIRED, Op, register_op
 from ..ir.types import DType, TensorType, TupleType, Type
 
-# -- dispatch --------------------------------------------------------------------------
-# Types whose instances take over op application (traced values, tape tensors),
-# registered by the layers above with a priority; the highest priority wins.
-HANDLERS: dict[type, int] = {}
+def define(name: str, infer, kernel, nargs: int | None = 1, attrs=None, normalize=None,
+           **facts) -> Op:
+    """Declare and register an op (see ``chainrule.ir.op.Op`` for the facts); returns it."""
+    return register_op(Op(name, infer, kernel, dict(attrs or {}), nargs,
+                          normalize if normalize is not None else _same_attrs, **facts))
 
 
-def apply(op: Op, *args, **attrs):
-    """Apply ``op``: compute on arrays, or hand over to a traced/tape argument."""
-    best, best_priority = None, -1
-    for a in args:
-        p = HANDLERS.get(type(a), -1)
-        if p > best_priority:
-            best, best_priority = a, p
-    if best is not None:
-        return best._cr_apply(op, args, attrs)
-    return evaluate(op, args, attrs)
-
-
-PYTHON_SCALARS = (bool, int, float)
-
-
-def weak_scalar_dtype(value, strong_dtypes) -> np.dtype:
-    """NumPy 2 (NEP 50) promotion: a Python scalar takes the dtype of the arrays it meets."""
-    if strong_dtypes:
-        return np.result_type(*strong_dtypes, value)
-    return np.result_type(value)
-
-
-def to_arrays(args) -> list:
-    """Arrays for an op's operands; Python scalars are typed like NumPy 2 types them."""
-    if not any(type(a) in PYTHON_SCALARS for a in args):
-        return [np.asarray(a) for a in args]
-    strong = [np.asarray(a).dtype for a in args if type(a) not in PYTHON_SCALARS]
-    return [np.asarray(a, dtype=weak_scalar_dtype(a, strong)) if type(a) in PYTHON_SCALARS
-            else np.asarray(a) for a in args]
-
-
-# (op, operand signature, attributes) -> (normalized attributes, dtypes of the Python
-# scalar operands): what ``evaluate`` works out before running a kernel, memoized for
-# operands that are arrays and Python scalars (the dtype NumPy 2 gives a scalar
-# depends on its type and the arrays' dtypes, not on its value).
-_EVAL_MEMO: dict = {}
-_EVAL_MEMO_LIMIT = 8192
-_ndarray = np.ndarray
-
-
-def _eval_key(op, args, attrs):
-    sig = []
-    strong = False
-    for a in args:
-        t = type(a)
-        if t is _ndarray:
-            sig.append((a.shape, a.dtype))
-            strong = True
-        elif t is float or t is int or t is bool:
-            sig.append(t)
-        else:
-            return None
-    if not strong:
-        return None
-    ak = attrs_key(attrs)
-    if ak is None:
-        return None
-    return (op, tuple(sig), ak)
-
-
-def evaluate(op: Op, args, attrs, with_attrs: bool = False):
-    """Run an op's kernel on concrete values, normalizing attributes as the IR does
-    (``with_attrs=True`` also returns the normalized attributes)."""
-    key = _eval_key(op, args, attrs)
-    hit = None if key is None else _EVAL_MEMO.get(key)
-    if hit is not None:
-        attrs, scalar_dtypes = hit
-        if scalar_dtypes is None:
-            arrays = args
-        else:
-            arrays = [a if d is None else np.asarray(a, dtype=d)
-                      for a, d in zip(args, scalar_dtypes)]
-    else:
-        arrays = to_arrays(args)
-        types = [TensorType(a.shape, DType(a.dtype)) for a in arrays]
-        attrs, _ = op.type_call(types, attrs)
-        if key is not None:
-            scalar_dtypes = None
-            if any(type(a) in PYTHON_SCALARS for a in args):
-                scalar_dtypes = tuple(arr.dtype if type(a) in PYTHON_SCALARS else None
-                                      for a, arr in zip(args, arrays))
-            if len(_EVAL_MEMO) >= _EVAL_MEMO_LIMIT:
-                _EVAL_MEMO.clear()
-            _EVAL_MEMO[key] = (attrs, scalar_dtypes)
-    out = op.kernel(*arrays, **attrs)
-    return (out, dict(attrs)) if with_attrs else out
-
-
-def op_function(op: Op):
-    """The user-facing function of an op: ``f(*arrays, **attrs)``."""
-
-    def f(*args, **attrs):
-        return apply(op, *args, **attrs)
-
-    f.__name__ = op.name
-    f.__qualname__ = op.name
-    f.__doc__ = f"Apply the ``{op.name}`` op (see chainrule.ops)."
-    return f
-
-
-def define(name: str, infer, kernel, nargs: int | None = 1, attrs=None, normalize=None):
-    """Declare and register an op; returns its user-facing function."""
-    op = Op(name, infer, kernel, dict(attrs or {}), nargs,
-            normalize if normalize is not None else (lambda t, a: a))
-    register_op(op)
-    return op_function(op)
+def _same_attrs(types, attrs):
+    return attrs
 
 
 # -- type rule helpers ---------------------------------------------------------------
@@ -227,7 +122,7 @@ def static_size(shape) -> int | None:
 
 
 __all__ = [
-    "REQUIRED", "TensorType", "TupleType", "Type", "DType", "apply", "define", "evaluate",
+    "REQUIRED", "TensorType", "TupleType", "Type", "DType", "define",
     "broadcast_shapes", "promote", "normalize_axis", "normalize_axes", "check_shape",
-    "tensor_types", "fmt", "static_size", "HANDLERS",
+    "tensor_types", "fmt", "static_size",
 ]

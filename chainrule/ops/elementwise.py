@@ -1,6 +1,9 @@
 """Elementwise operators: arithmetic, transcendental, comparison, selection, casts.
 
 Binary ops broadcast like NumPy and promote dtypes with ``np.result_type``.
+Each declaration carries its facts: the NumPy ufunc the generated code
+calls, whether it is linear, commutative, differentiable, and its names in
+``chainrule.numpy``.
 
 >>> import numpy as np
 >>> add(np.ones(3, np.float32), np.ones((2, 1), np.float32)).shape
@@ -12,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
+from . import templates
 from .common import (
     REQUIRED,
     DType,
@@ -67,20 +71,53 @@ def _float_kernel(fn):
     return kernel
 
 
-add = define("add", _binary_type("add", "number"), np.add, 2)
-subtract = define("subtract", _binary_type("subtract", "number"), np.subtract, 2)
-multiply = define("multiply", _binary_type("multiply", "number"), np.multiply, 2)
-divide = define("divide", _binary_type("divide", "float"), _float_kernel(np.true_divide), 2)
-power = define("power", _binary_type("power", "number"), np.power, 2)
-maximum = define("maximum", _binary_type("maximum"), np.maximum, 2)
-minimum = define("minimum", _binary_type("minimum"), np.minimum, 2)
+_UFUNC_FACTS = dict(elementwise=True, fresh=True, aliases=False, inplace=True)
 
-equal = define("equal", _binary_type("equal", "bool"), np.equal, 2)
-not_equal = define("not_equal", _binary_type("not_equal", "bool"), np.not_equal, 2)
-less = define("less", _binary_type("less", "bool"), np.less, 2)
-less_equal = define("less_equal", _binary_type("less_equal", "bool"), np.less_equal, 2)
-greater = define("greater", _binary_type("greater", "bool"), np.greater, 2)
-greater_equal = define("greater_equal", _binary_type("greater_equal", "bool"), np.greater_equal, 2)
+
+def binary(name: str, result: str | None = None, symbol: str | None = None,
+           ufunc: str | None = None, float_result: bool = False, namespace=None, **facts):
+    """Declare a binary NumPy ufunc ``np.<ufunc>`` as an op (``a <symbol> b`` in code)."""
+    ufunc = ufunc or name
+    fn = getattr(np, ufunc)
+    kernel = _float_kernel(fn) if float_result else fn
+    return define(name, _binary_type(name, "float" if float_result else result), kernel, 2,
+                  emit=templates.ufunc_binary(ufunc, symbol, facts.get("commutative", False),
+                                              casts_ints=float_result),
+                  namespace=(name,) if namespace is None else namespace,
+                  **_UFUNC_FACTS, **facts)
+
+
+def unary(name: str, kind: str = "same", ufunc: str | None = None, prefix: str | None = None,
+          namespace=None, **facts):
+    """Declare a unary NumPy ufunc as an op; ``kind="float"`` gives integer operands a
+    float64 result (the kernel casts them)."""
+    ufunc = ufunc or name
+    fn = getattr(np, ufunc)
+    casts = kind == "float"
+    return define(name, _unary_type(name, kind), _float_kernel(fn) if casts else fn, 1,
+                  emit=templates.ufunc_unary(ufunc, casts_ints=casts, prefix=prefix),
+                  namespace=(name,) if namespace is None else namespace,
+                  **_UFUNC_FACTS, **facts)
+
+
+# -- arithmetic ---------------------------------------------------------------------------
+add = binary("add", "number", "+", linear="all", commutative=True)
+subtract = binary("subtract", "number", "-", linear="all")
+multiply = binary("multiply", "number", "*", linear="one", commutative=True)
+divide = binary("divide", symbol="/", ufunc="divide", float_result=True, linear=(0,),
+                namespace=("divide", "true_divide"))
+power = binary("power", "number")
+maximum = binary("maximum")
+minimum = binary("minimum")
+
+# -- comparisons and logic ------------------------------------------------------------------
+_NONDIFF = dict(differentiable=False)
+equal = binary("equal", "bool", "==", commutative=True, **_NONDIFF)
+not_equal = binary("not_equal", "bool", "!=", commutative=True, **_NONDIFF)
+less = binary("less", "bool", "<", **_NONDIFF)
+less_equal = binary("less_equal", "bool", "<=", **_NONDIFF)
+greater = binary("greater", "bool", ">", **_NONDIFF)
+greater_equal = binary("greater_equal", "bool", ">=", **_NONDIFF)
 
 
 def _logical_type(name):
@@ -94,28 +131,44 @@ def _logical_type(name):
     return infer
 
 
-logical_and = define("logical_and", _logical_type("logical_and"), np.logical_and, 2)
-logical_or = define("logical_or", _logical_type("logical_or"), np.logical_or, 2)
-logical_not = define("logical_not", _logical_type("logical_not"), np.logical_not, 1)
+def _logical(name, nargs, commutative=False):
+    fn = getattr(np, name)
+    emit = (templates.ufunc_binary(name, commutative=commutative) if nargs == 2
+            else templates.ufunc_unary(name))
+    return define(name, _logical_type(name), fn, nargs, emit=emit, namespace=(name,),
+                  commutative=commutative, differentiable=False, **_UFUNC_FACTS)
 
-negative = define("negative", _unary_type("negative", "number"), np.negative)
-abs = define("abs", _unary_type("abs", "number"), np.abs)  # noqa: A001
-sign = define("sign", _unary_type("sign", "number"), np.sign)
-exp = define("exp", _unary_type("exp", "float"), _float_kernel(np.exp))
-log = define("log", _unary_type("log", "float"), _float_kernel(np.log))
-log1p = define("log1p", _unary_type("log1p", "float"), _float_kernel(np.log1p))
-expm1 = define("expm1", _unary_type("expm1", "float"), _float_kernel(np.expm1))
-sin = define("sin", _unary_type("sin", "float"), _float_kernel(np.sin))
-cos = define("cos", _unary_type("cos", "float"), _float_kernel(np.cos))
-tan = define("tan", _unary_type("tan", "float"), _float_kernel(np.tan))
-tanh = define("tanh", _unary_type("tanh", "float"), _float_kernel(np.tanh))
-arctan = define("arctan", _unary_type("arctan", "float"), _float_kernel(np.arctan))
-sqrt = define("sqrt", _unary_type("sqrt", "float"), _float_kernel(np.sqrt))
-square = define("square", _unary_type("square", "number"), np.square)
-reciprocal = define("reciprocal", _unary_type("reciprocal", "float"),
-                    _float_kernel(np.reciprocal))
-floor = define("floor", _unary_type("floor", "number"), np.floor)
-round = define("round", _unary_type("round", "number"), np.round)  # noqa: A001
+
+logical_and = _logical("logical_and", 2, commutative=True)
+logical_or = _logical("logical_or", 2, commutative=True)
+logical_not = _logical("logical_not", 1)
+
+# -- unary --------------------------------------------------------------------------------
+negative = unary("negative", "number", prefix="-", linear="all")
+abs = unary("abs", "number", ufunc="absolute", namespace=("abs", "absolute"))  # noqa: A001
+sign = unary("sign", "number", differentiable=False)
+exp = unary("exp", "float")
+log = unary("log", "float")
+log1p = unary("log1p", "float")
+expm1 = unary("expm1", "float")
+sin = unary("sin", "float")
+cos = unary("cos", "float")
+tan = unary("tan", "float")
+tanh = unary("tanh", "float")
+arctan = unary("arctan", "float")
+sqrt = unary("sqrt", "float")
+square = unary("square", "number")
+reciprocal = unary("reciprocal", "float")
+floor = unary("floor", "number", differentiable=False)
+
+
+def _round_emit(e):
+    return f"np.round({e.args[0]})"
+
+
+round = define("round", _unary_type("round", "number"), np.round,  # noqa: A001
+               emit=_round_emit, differentiable=False, namespace=("round", "around"),
+               elementwise=True, fresh=True, aliases=False)
 
 
 def _sigmoid(x):
@@ -128,10 +181,20 @@ def _relu(x):
     return np.maximum(x, np.zeros((), x.dtype))
 
 
-sigmoid = define("sigmoid", _unary_type("sigmoid", "float"), _float_kernel(_sigmoid))
-relu = define("relu", _unary_type("relu", "number"), _relu)
+def _relu_emit(e):
+    (x,) = e.args
+    if e.reuse:
+        return f"np.maximum({x}, 0, out={x})"
+    return f"np.maximum({x}, 0)"
 
 
+sigmoid = define("sigmoid", _unary_type("sigmoid", "float"), _float_kernel(_sigmoid),
+                 namespace=("sigmoid",), elementwise=True, fresh=True, aliases=False)
+relu = define("relu", _unary_type("relu", "number"), _relu, emit=_relu_emit,
+              namespace=("relu",), elementwise=True, fresh=True, aliases=False, inplace=True)
+
+
+# -- selection and casts -----------------------------------------------------------------
 def _where_type(types, attrs):
     c, x, y = tensor_types("where", types)
     if not c.dtype.is_bool:
@@ -141,7 +204,9 @@ def _where_type(types, attrs):
     return TensorType(broadcast_shapes("where", [c, x, y]), promote("where", [x, y]))
 
 
-where = define("where", _where_type, np.where, 3)
+where = define("where", _where_type, np.where, 3, emit=templates.call("where"),
+               linear=(1, 2), namespace=("where",), elementwise=True, fresh=True,
+               aliases=False)
 
 
 def _astype_normalize(types, attrs):
@@ -153,8 +218,15 @@ def _astype_type(types, attrs):
     return TensorType(t.shape, attrs["dtype"])
 
 
+def _astype_emit(e):
+    dt = templates.dtype_text(e.attrs["dtype"])
+    return None if dt is None else f"{e.args[0]}.astype({dt})"
+
+
 astype = define("astype", _astype_type, lambda x, dtype: x.astype(dtype.numpy), 1,
-                {"dtype": REQUIRED}, _astype_normalize)
+                {"dtype": REQUIRED}, _astype_normalize, emit=_astype_emit, linear=(0,),
+                namespace=("astype",), methods=("astype",), elementwise=True, fresh=True,
+                aliases=False)
 
 
 def _identity_type(types, attrs):
@@ -162,4 +234,5 @@ def _identity_type(types, attrs):
     return t
 
 
-stop_gradient = define("stop_gradient", _identity_type, lambda x: x)
+stop_gradient = define("stop_gradient", _identity_type, lambda x: x, emit=templates.identity,
+                       differentiable=False, namespace=("stop_gradient",))

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import TypeInferenceError
+from ..errors import TraceError, TypeInferenceError
 from ..ir import printer as _printer
 from ..ir.indexing import ArrayIndex, Slice, key_to_python
+from ..ir.nodes import Constant
+from ..ir.op import is_dispatched
+from . import templates
 from .common import REQUIRED, TensorType, broadcast_shapes, define, tensor_types
 
 
@@ -137,7 +140,18 @@ def _index_kernel(x, *arrays, key):
     return x[key_to_python(key, arrays)]
 
 
-index = define("index", _index_type, _index_kernel, None, {"key": REQUIRED}, _index_normalize)
+def _index_emit(e):
+    key = templates.key_text(e.attrs["key"], e.args[1:])
+    return None if key is None else f"{e.args[0]}[{key}]"
+
+
+index = define("index", _index_type, _index_kernel, None, {"key": REQUIRED}, _index_normalize,
+               linear=(0,), emit=_index_emit)
+
+
+def advanced(key) -> bool:
+    """Whether an ``index`` key holds an index array: NumPy then copies, never views."""
+    return any(type(k) is ArrayIndex for k in key)
 
 
 def _index_add_normalize(types, attrs):
@@ -171,8 +185,82 @@ def _index_add_kernel(base, g, *arrays, key):
     return out
 
 
+def _unique_index(e) -> bool:
+    """Whether the index arrays of ``index_add`` provably select distinct positions:
+    one of them is a constant of distinct non-negative integers with the shape all
+    of them broadcast to (and the value has the base's dtype), so ``t[key] += g``
+    adds exactly what ``np.add.at`` adds."""
+    types = e.types[2:]
+    if e.types[1].dtype != e.types[0].dtype or any(
+            t.dtype.numpy.kind not in "iu" or templates.static_shape(t) is None for t in types):
+        return False
+    try:
+        shape = np.broadcast_shapes(*(templates.static_shape(t) for t in types))
+    except ValueError:
+        return False
+    for a in e.atoms[2:]:
+        if isinstance(a, Constant) and a.data.shape == shape and a.data.size:
+            flat = a.data.reshape(-1)
+            if flat.min() >= 0 and np.unique(flat).size == flat.size:
+                return True
+    return False
+
+
+def _index_add_emit(e):
+    base, g, *arrays = e.args
+    key = templates.key_text(e.attrs["key"], arrays)
+    if key is None:
+        return None
+    t = e.target
+    if 0 in e.reuse:
+        lines = [f"{t} = {base}"]
+    else:
+        lines = [f"{t} = np.array({base}, copy=True)"]
+    if arrays and not _unique_index(e):
+        lines.append(f"np.add.at({t}, np.s_[{key}], {g})")
+    else:
+        lines.append(f"{t}[{key}] += {g}")
+    return lines
+
+
 index_add = define("index_add", _index_add_type, _index_add_kernel, None, {"key": REQUIRED},
-                   _index_add_normalize)
+                   _index_add_normalize, linear=(0, 1), emit=_index_add_emit, fresh=True,
+                   aliases=False, inplace=True)
+
+
+# -- x[key] on any value ------------------------------------------------------------------
+def _key_entry(k, arrays):
+    if k is None or k is Ellipsis:
+        return k
+    if isinstance(k, (bool, np.bool_)):
+        raise TraceError("indexing with a Python bool is not supported")
+    if isinstance(k, (int, np.integer)):
+        return int(k)
+    if isinstance(k, slice):
+        for bound in (k.start, k.stop, k.step):
+            if bound is not None and not isinstance(bound, (int, np.integer)):
+                raise TraceError(f"slice bounds must be Python ints, got {bound!r}; "
+                                 f"for a traced start use an index array")
+        return Slice(*(None if v is None else int(v) for v in (k.start, k.stop, k.step)))
+    if not is_dispatched(k):
+        k = np.asarray(k)
+        if k.dtype == bool:
+            return [_key_entry(nz, arrays) for nz in np.nonzero(k)]
+    arrays.append(k)
+    return ArrayIndex(len(arrays) - 1)
+
+
+def getitem(x, key):
+    """``x[key]`` with NumPy semantics: basic slicing and integer-array indexing."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if not is_dispatched(x, *keys):
+        return np.asarray(x)[key]
+    arrays: list = []
+    entries = []
+    for k in keys:
+        e = _key_entry(k, arrays)
+        entries.extend(e if isinstance(e, list) else [e])
+    return index(x, *arrays, key=tuple(entries))
 
 
 def _print_index(call, args):

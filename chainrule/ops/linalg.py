@@ -32,4 +32,9 @@ def _matmul_type(types, attrs):
     return TensorType(shape, promote("matmul", [a, b]))
 
 
-matmul = define("matmul", _matmul_type, np.matmul, 2)
+def _matmul_emit(e):
+    return f"{e.args[0]} @ {e.args[1]}"
+
+
+matmul = define("matmul", _matmul_type, np.matmul, 2, emit=_matmul_emit, linear="one",
+                fresh=True, aliases=False, namespace=("matmul",))

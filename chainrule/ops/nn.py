@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import templates
 from .common import DType, TensorType, define, normalize_axes, tensor_types
 
 
@@ -62,9 +63,32 @@ def _lse_type(types, attrs):
     return TensorType(shape, t.dtype)
 
 
+def _logsumexp_emit(e):
+    """The kernel of ``logsumexp`` written out (same NumPy calls, no wrappers)."""
+    t = e.types[0]
+    axis, keepdims = e.attrs["axis"], e.attrs["keepdims"]
+    out_shape = templates.static_shape(e.out)
+    if (not t.dtype.is_float or t.ndim == 0 or out_shape is None
+            or not isinstance(keepdims, bool) or e.out.dtype != t.dtype):
+        return None
+    if axis is not None and templates.literal(tuple(axis)) is None:
+        return None
+    ax = "" if axis is None else f"axis={templates.literal(tuple(axis))}, "
+    x, m = e.arg(0), e.target
+    lines = [f"{m} = {x}.max({ax}keepdims=True)",
+             f"{m}[~np.isfinite({m})] = 0",
+             f"{m} = np.log(np.exp({x} - {m}).sum({ax}keepdims=True)) + {m}"]
+    if not keepdims:
+        lines.append(f"{m} = {m}.reshape({templates.literal(out_shape)})")
+    return lines
+
+
 softmax = define("softmax", lambda types, attrs: _float(types[0]), _softmax, 1,
-                 {"axis": -1}, _axis_normalize("softmax"))
+                 {"axis": -1}, _axis_normalize("softmax"), aliases=False,
+                 namespace=("softmax",))
 log_softmax = define("log_softmax", lambda types, attrs: _float(types[0]), _log_softmax, 1,
-                     {"axis": -1}, _axis_normalize("log_softmax"))
+                     {"axis": -1}, _axis_normalize("log_softmax"), aliases=False,
+                     namespace=("log_softmax",))
 logsumexp = define("logsumexp", _lse_type, _logsumexp, 1, {"axis": None, "keepdims": False},
-                   _axis_normalize("logsumexp"))
+                   _axis_normalize("logsumexp"), emit=_logsumexp_emit, aliases=False,
+                   namespace=("logsumexp",))

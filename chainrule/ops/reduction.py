@@ -1,7 +1,7 @@
 """Reductions (sum, mean, max, min, prod, argmax, argmin) and the scan cumsum.
 
-``cumprod`` is a composite in chainrule.numpy (a log-depth product scan), so
-its derivatives are exact where inputs are zero.
+``cumprod`` is a composite (``chainrule.ops.composites.prefix_product``, a
+log-depth product scan), so its derivatives are exact where inputs are zero.
 
 ``axis`` is None (all axes), an int or a tuple; it is stored as a sorted
 tuple of non-negative axes, or None.
@@ -19,6 +19,7 @@ from functools import cache
 import numpy as np
 
 from ..errors import TypeInferenceError
+from . import templates
 from .common import (
     REQUIRED,
     DType,
@@ -73,15 +74,44 @@ def _reduce_type(name, how):
     return infer
 
 
-def _reduce(name, how, kernel):
+def _reduce(name, how, kernel, emit=None, names=(), **facts):
     return define(name, _reduce_type(name, how), kernel, 1,
-                  {"axis": None, "keepdims": False}, _reduce_normalize(name))
+                  {"axis": None, "keepdims": False}, _reduce_normalize(name),
+                  emit=emit or templates.method_reduction(name), aliases=False,
+                  namespace=(name, *names), methods=(name,), **facts)
 
 
-sum = _reduce("sum", "sum", lambda x, axis, keepdims: np.sum(x, axis, keepdims=keepdims))  # noqa: A001
-mean = _reduce("mean", "mean", lambda x, axis, keepdims: np.mean(x, axis, keepdims=keepdims))
-max = _reduce("max", "max", lambda x, axis, keepdims: np.max(x, axis, keepdims=keepdims))  # noqa: A001
-min = _reduce("min", "min", lambda x, axis, keepdims: np.min(x, axis, keepdims=keepdims))  # noqa: A001
+def _reduced_count(t, axis) -> int | None:
+    shape = templates.static_shape(t)
+    if shape is None:
+        return None
+    n = 1
+    for a in range(len(shape)) if axis is None else axis:
+        n *= shape[a]
+    return n
+
+
+def _mean_emit(e):
+    """``x.sum(axis) / n`` for float32/float64: the value ``np.mean`` computes (it
+    divides in float64 and rounds, which for one division is the same correctly
+    rounded quotient), without ``np.mean``'s Python-level overhead."""
+    t = e.types[0]
+    n = _reduced_count(t, e.attrs["axis"])
+    if (n is None or not 1 <= n <= 2**24 or str(t.dtype) not in ("f32", "f64")
+            or e.out.dtype != t.dtype):
+        return templates.method_reduction("mean")(e)
+    text = templates.method_reduction("sum")(e)
+    return None if text is None else f"{text} / {n}"
+
+
+sum = _reduce("sum", "sum", lambda x, axis, keepdims: np.sum(x, axis, keepdims=keepdims),  # noqa: A001
+              linear=(0,))
+mean = _reduce("mean", "mean", lambda x, axis, keepdims: np.mean(x, axis, keepdims=keepdims),
+               emit=_mean_emit, linear=(0,))
+max = _reduce("max", "max", lambda x, axis, keepdims: np.max(x, axis, keepdims=keepdims),  # noqa: A001
+              names=("amax",))
+min = _reduce("min", "min", lambda x, axis, keepdims: np.min(x, axis, keepdims=keepdims),  # noqa: A001
+              names=("amin",))
 prod = _reduce("prod", "prod", lambda x, axis, keepdims: np.prod(x, axis, keepdims=keepdims))
 
 
@@ -105,12 +135,16 @@ def _arg_type(name):
     return infer
 
 
-argmax = define("argmax", _arg_type("argmax"),
-                lambda x, axis, keepdims: np.argmax(x, axis, keepdims=keepdims).astype(np.int64),
-                1, {"axis": None, "keepdims": False}, _arg_normalize("argmax"))
-argmin = define("argmin", _arg_type("argmin"),
-                lambda x, axis, keepdims: np.argmin(x, axis, keepdims=keepdims).astype(np.int64),
-                1, {"axis": None, "keepdims": False}, _arg_normalize("argmin"))
+def _arg_reduce(name):
+    fn = getattr(np, name)
+    return define(name, _arg_type(name),
+                  lambda x, axis, keepdims: fn(x, axis, keepdims=keepdims).astype(np.int64),
+                  1, {"axis": None, "keepdims": False}, _arg_normalize(name),
+                  differentiable=False, aliases=False, namespace=(name,), methods=(name,))
+
+
+argmax = _arg_reduce("argmax")
+argmin = _arg_reduce("argmin")
 
 
 def _scan_normalize(name):
@@ -140,4 +174,5 @@ def _scan_kernel(fn):
 
 
 cumsum = define("cumsum", _scan_type("cumsum", "sum"), _scan_kernel(np.cumsum), 1,
-                {"axis": REQUIRED, "reverse": False}, _scan_normalize("cumsum"))
+                {"axis": REQUIRED, "reverse": False}, _scan_normalize("cumsum"), linear=(0,),
+                aliases=False)

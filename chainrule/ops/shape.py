@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
+from . import templates
 from .common import (
     REQUIRED,
     DType,
@@ -60,8 +61,10 @@ def _reshape_type(types, attrs):
     return TensorType(shape, t.dtype)
 
 
+_SHAPE_FACTS = dict(linear=(0,), emit=templates.reshape_to_out)
 reshape = define("reshape", _reshape_type, lambda x, shape: np.reshape(x, shape), 1,
-                 {"shape": REQUIRED}, _reshape_normalize)
+                 {"shape": REQUIRED}, _reshape_normalize, namespace=("reshape",),
+                 **_SHAPE_FACTS)
 
 # -- permute_dims -------------------------------------------------------------------
 
@@ -79,10 +82,19 @@ def _permute_normalize(types, attrs):
     return {"axes": axes}
 
 
+def _permute_emit(e):
+    axes = e.attrs["axes"]
+    if len(axes) == 2 and tuple(axes) == (1, 0):
+        return f"{e.args[0]}.T"
+    text = templates.literal(tuple(axes))
+    return None if text is None else f"{e.args[0]}.transpose({text})"
+
+
 permute_dims = define(
     "permute_dims",
     lambda types, attrs: TensorType([types[0].shape[a] for a in attrs["axes"]], types[0].dtype),
-    lambda x, axes: np.transpose(x, axes), 1, {"axes": None}, _permute_normalize)
+    lambda x, axes: np.transpose(x, axes), 1, {"axes": None}, _permute_normalize,
+    linear=(0,), emit=_permute_emit, namespace=("permute_dims",))
 
 # -- expand_dims / squeeze ----------------------------------------------------------------
 
@@ -103,7 +115,8 @@ def _expand_type(types, attrs):
 
 
 expand_dims = define("expand_dims", _expand_type, lambda x, axis: np.expand_dims(x, axis), 1,
-                     {"axis": REQUIRED}, _expand_normalize)
+                     {"axis": REQUIRED}, _expand_normalize, namespace=("expand_dims",),
+                     **_SHAPE_FACTS)
 
 
 def _squeeze_normalize(types, attrs):
@@ -123,7 +136,8 @@ squeeze = define(
     "squeeze",
     lambda types, attrs: TensorType(
         [d for i, d in enumerate(types[0].shape) if i not in attrs["axis"]], types[0].dtype),
-    lambda x, axis: np.squeeze(x, axis), 1, {"axis": None}, _squeeze_normalize)
+    lambda x, axis: np.squeeze(x, axis), 1, {"axis": None}, _squeeze_normalize,
+    namespace=("squeeze",), methods=("squeeze",), **_SHAPE_FACTS)
 
 # -- broadcast_to / collapse_sum_to ---------------------------------------------------
 
@@ -149,9 +163,15 @@ def _broadcast_to_type(types, attrs):
     return target
 
 
+def _broadcast_to_emit(e):
+    shape = templates.static_shape(e.out)
+    return None if shape is None else f"np.broadcast_to({e.args[0]}, {templates.literal(shape)})"
+
+
 broadcast_to = define("broadcast_to", _broadcast_to_type,
                       lambda x, shape: np.broadcast_to(x, shape), 1,
-                      {"shape": REQUIRED}, _shape_normalize("broadcast_to"))
+                      {"shape": REQUIRED}, _shape_normalize("broadcast_to"), linear=(0,),
+                      emit=_broadcast_to_emit, namespace=("broadcast_to",))
 
 
 def _collapse_type(types, attrs):
@@ -187,8 +207,25 @@ def _collapse_kernel(x, shape):
     return np.asarray(x).reshape(shape) if not leading and not kept else x
 
 
+def _collapse_sum_to_emit(e):
+    in_shape, shape = templates.static_shape(e.types[0]), templates.static_shape(e.out)
+    dt = templates.dtype_text(e.out.dtype)
+    if in_shape is None or shape is None or dt is None:
+        return None
+    leading, kept = collapse_axes(in_shape, shape)
+    text = e.args[0]
+    if kept:
+        text += f".sum(axis={templates.literal(kept)}, keepdims=True, dtype={dt})"
+    if leading:
+        text += f".sum(axis={templates.literal(leading)}, dtype={dt})"
+    if not kept and not leading:
+        return f"np.asarray({text}).reshape({templates.literal(shape)})"
+    return text
+
+
 collapse_sum_to = define("collapse_sum_to", _collapse_type, _collapse_kernel, 1,
-                         {"shape": REQUIRED}, _shape_normalize("collapse_sum_to"))
+                         {"shape": REQUIRED}, _shape_normalize("collapse_sum_to"), linear=(0,),
+                         emit=_collapse_sum_to_emit, namespace=("collapse_sum_to",))
 
 # -- concatenate / split / flip ---------------------------------------------------------
 
@@ -219,9 +256,18 @@ def _concat_type(types, attrs):
     return TensorType(shape, promote("concatenate", types))
 
 
+def _concatenate_emit(e):
+    axis = templates.int_literal(e.attrs["axis"])
+    if axis is None:
+        return None
+    xs = ", ".join(e.args) + ("," if len(e.args) == 1 else "")
+    return f"np.concatenate(({xs}), axis={axis})"
+
+
 concatenate = define("concatenate", _concat_type,
                      lambda *xs, axis: np.concatenate(xs, axis=axis), None, {"axis": 0},
-                     _concat_normalize)
+                     _concat_normalize, linear="all", emit=_concatenate_emit, fresh=True,
+                     aliases=False)
 
 
 def _split_normalize(types, attrs):
@@ -260,9 +306,22 @@ def _split_type(types, attrs):
     return TupleType(parts)
 
 
+def _split_emit(e):
+    shape = templates.static_shape(e.types[0])
+    axis, idx = e.attrs["axis"], e.attrs["indices_or_sections"]
+    if shape is None or templates.literal(idx) is None or templates.int_literal(axis) is None:
+        return None
+    bounds = [0, *idx, shape[axis]]
+    head = ":, " * int(axis)
+    parts = [f"{e.args[0]}[{head}{templates.slice_text(lo, hi)}]"
+             for lo, hi in zip(bounds, bounds[1:])]
+    return f"({parts[0]},)" if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+
+
 split = define("split", _split_type,
                lambda x, indices_or_sections, axis: tuple(np.split(x, indices_or_sections, axis)),
-               1, {"indices_or_sections": REQUIRED, "axis": 0}, _split_normalize)
+               1, {"indices_or_sections": REQUIRED, "axis": 0}, _split_normalize, linear=(0,),
+               emit=_split_emit)
 
 
 def _flip_normalize(types, attrs):
@@ -271,8 +330,20 @@ def _flip_normalize(types, attrs):
     return {"axis": tuple(range(t.ndim)) if axes is None else axes}
 
 
+def _flip_emit(e):
+    ndim = e.types[0].ndim
+    axes = e.attrs["axis"]
+    if ndim == 0 or templates.literal(axes) is None:
+        return None
+    key = ["::-1" if i in axes else ":" for i in range(ndim)]
+    while key and key[-1] == ":":
+        key.pop()
+    return f"{e.args[0]}[{', '.join(key)}]"
+
+
 flip = define("flip", lambda types, attrs: types[0], lambda x, axis: np.flip(x, axis), 1,
-              {"axis": None}, _flip_normalize)
+              {"axis": None}, _flip_normalize, linear=(0,), emit=_flip_emit,
+              namespace=("flip",))
 
 # -- creation ---------------------------------------------------------------------------
 
@@ -308,23 +379,47 @@ def _creation_type(types, attrs):
     return TensorType(shape, attrs["dtype"])
 
 
-zeros = define("zeros", _creation_type, lambda shape, dtype: np.zeros(shape, dtype.numpy), 0,
-               {"shape": REQUIRED, "dtype": None}, _creation_normalize("zeros", False))
-ones = define("ones", _creation_type, lambda shape, dtype: np.ones(shape, dtype.numpy), 0,
-              {"shape": REQUIRED, "dtype": None}, _creation_normalize("ones", False))
-full = define("full", _creation_type,
-              lambda shape, fill_value, dtype: np.full(shape, fill_value, dtype.numpy), 0,
-              {"shape": REQUIRED, "fill_value": REQUIRED, "dtype": None},
-              _creation_normalize("full", False))
-zeros_like = define("zeros_like", _creation_type,
-                    lambda x, dtype: np.zeros(x.shape, dtype.numpy), 1, {"dtype": None},
-                    _creation_normalize("zeros_like", True))
-ones_like = define("ones_like", _creation_type,
-                   lambda x, dtype: np.ones(x.shape, dtype.numpy), 1, {"dtype": None},
-                   _creation_normalize("ones_like", True))
-full_like = define("full_like", _creation_type,
-                   lambda x, fill_value, dtype: np.full(x.shape, fill_value, dtype.numpy), 1,
-                   {"fill_value": REQUIRED, "dtype": None}, _creation_normalize("full_like", True))
+def _creation_emit(fill):
+    def template(e):
+        dt = templates.dtype_text(e.attrs["dtype"])
+        if dt is None:
+            return None
+        if e.args:
+            shape = f"{e.args[0]}.shape"
+        else:
+            s = templates.static_shape(e.out)
+            if s is None:
+                return None
+            shape = templates.literal(s)
+        if fill == "full":
+            value = templates.literal(e.attrs["fill_value"])
+            if value is None or isinstance(e.attrs["fill_value"], tuple):
+                return None
+            return f"np.full({shape}, {value}, {dt})"
+        return f"np.{fill}({shape}, {dt})"
+
+    return template
+
+
+def _creation(name, kernel, nargs, attrs, fill):
+    return define(name, _creation_type, kernel, nargs, attrs,
+                  _creation_normalize(name, like=nargs == 1), emit=_creation_emit(fill),
+                  differentiable=False, fresh=True, aliases=False, namespace=(name,))
+
+
+zeros = _creation("zeros", lambda shape, dtype: np.zeros(shape, dtype.numpy), 0,
+                  {"shape": REQUIRED, "dtype": None}, "zeros")
+ones = _creation("ones", lambda shape, dtype: np.ones(shape, dtype.numpy), 0,
+                 {"shape": REQUIRED, "dtype": None}, "ones")
+full = _creation("full", lambda shape, fill_value, dtype: np.full(shape, fill_value, dtype.numpy),
+                 0, {"shape": REQUIRED, "fill_value": REQUIRED, "dtype": None}, "full")
+zeros_like = _creation("zeros_like", lambda x, dtype: np.zeros(x.shape, dtype.numpy), 1,
+                       {"dtype": None}, "zeros")
+ones_like = _creation("ones_like", lambda x, dtype: np.ones(x.shape, dtype.numpy), 1,
+                      {"dtype": None}, "ones")
+full_like = _creation("full_like",
+                      lambda x, fill_value, dtype: np.full(x.shape, fill_value, dtype.numpy), 1,
+                      {"fill_value": REQUIRED, "dtype": None}, "full")
 
 
 def _arange_normalize(types, attrs):
@@ -345,7 +440,16 @@ def _arange_type(types, attrs):
     return TensorType((n,), attrs["dtype"])
 
 
+def _arange_emit(e):
+    dt = templates.dtype_text(e.attrs["dtype"])
+    bounds = [templates.literal(e.attrs[k]) for k in ("start", "stop", "step")]
+    if dt is None or None in bounds:
+        return None
+    return f"np.arange({', '.join(bounds)}, dtype={dt})"
+
+
 arange = define(
     "arange", _arange_type,
     lambda start, stop, step, dtype: np.arange(start, stop, step, dtype=dtype.numpy), 0,
-    {"start": 0, "stop": REQUIRED, "step": 1, "dtype": None}, _arange_normalize)
+    {"start": 0, "stop": REQUIRED, "step": 1, "dtype": None}, _arange_normalize,
+    emit=_arange_emit, differentiable=False, fresh=True, aliases=False)

@@ -56,3 +56,5 @@ STACK_NONEMPTY = _op(
     "stack_nonempty",
     lambda types, attrs: (_stack("stack_nonempty", types[0]), TensorType((), "bool"))[1],
     lambda s: np.bool_(s is not None), 1)
+
+STACK_OPS = (STACK_EMPTY, STACK_PUSH, STACK_POP, STACK_NONEMPTY)

@@ -1,16 +1,8 @@
-"""Derivative rules: one table per transform (VJP, JVP), keyed by op name."""
+"""Derivative rules: one table per transform (``VJP``, ``JVP``) keyed by the op
+object, filled by one file per op family with each op's rules side by side."""
 
-from . import jvp, vjp  # noqa: F401  (fill the JVP and VJP tables)
-from .registry import (
-    JVP,
-    LINEAR,
-    NONDIFFERENTIABLE,
-    VJP,
-    jvp_rule,
-    register_jvp,
-    register_vjp,
-    vjp_rule,
-)
+from . import elementwise, reduction, shape  # noqa: F401  (fill the tables)
+from .registry import JVP, VJP, has_jvp, has_vjp, jvp_rule, register_jvp, register_vjp, vjp_rule
 
-__all__ = ["JVP", "LINEAR", "NONDIFFERENTIABLE", "VJP", "jvp_rule", "register_jvp",
-           "register_vjp", "vjp_rule"]
+__all__ = ["JVP", "VJP", "has_jvp", "has_vjp", "jvp_rule", "register_jvp", "register_vjp",
+           "vjp_rule"]

@@ -1,17 +1,21 @@
-"""Derivative rule tables, one per transform, keyed by op name.
+"""Derivative rule tables, one per transform, keyed by the op object.
 
 A VJP rule ``rule(out, dout, *args, **attrs)`` returns one cotangent per
 operand (``None`` where there is none). Results may have the broadcast
 shape of the output: the passes sum them down to each operand's shape
 (``collapse_sum_to``) and cast to its dtype, so rules state only the math.
+The VJP rule of a linear op is also its transpose (``transpose`` calls it
+with the linear operands undefined).
 
 A JVP rule ``rule(out, *args, **attrs)`` returns one *linear map* per
 operand, ``lambda t: ...``, taking that operand's tangent to its
 contribution to the output tangent (``None`` for operands with no
 derivative); the passes apply the maps to the non-zero tangents and add.
 
-Rules are written with the op functions users call, so applied to IR
-values they emit IR, and their output is itself differentiable.
+Rules are written with ops (and Python operators on values), so applied to
+IR values they emit IR, and their output is itself differentiable. An op
+declared ``differentiable=False`` needs no rules: its result has a zero
+derivative.
 """
 
 from __future__ import annotations
@@ -19,55 +23,59 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import ChainruleError
-from ..ir.op import OPS
+from ..ir.op import OPS, Op
 
-VJP: dict[str, Callable] = {}
-JVP: dict[str, Callable] = {}
-# ops whose result does not depend differentiably on any operand
-NONDIFFERENTIABLE: set[str] = set()
-
-# Linear ops, for ``transpose``: "all" = jointly linear in every operand; "one" =
-# linear in any one operand when the others are fixed (multiply, matmul); a tuple
-# = the operand positions in which it is linear. Their transpose is their VJP.
-LINEAR: dict[str, object] = {
-    "add": "all", "subtract": "all", "negative": "all", "concatenate": "all",
-    "multiply": "one", "matmul": "one", "divide": (0,), "where": (1, 2),
-    "index": (0,), "index_add": (0, 1), "split": (0,), "astype": (0,), "sum": (0,),
-    "mean": (0,), "reshape": (0,), "permute_dims": (0,), "expand_dims": (0,),
-    "squeeze": (0,), "broadcast_to": (0,), "collapse_sum_to": (0,), "flip": (0,),
-    "cumsum": (0,),
-}
+VJP: dict[Op, Callable] = {}
+JVP: dict[Op, Callable] = {}
 
 
-def vjp_rule(name: str):
+def _op(op_or_name, who: str) -> Op:
+    if isinstance(op_or_name, Op):
+        if OPS.get(op_or_name.name) is not op_or_name:
+            raise ChainruleError(f"{who}: {op_or_name!r} is not registered; register the op "
+                                 f"first (chainrule.ops.define or chainrule.ir.register_op)")
+        return op_or_name
+    op = OPS.get(op_or_name) if isinstance(op_or_name, str) else None
+    if op is None:
+        raise ChainruleError(f"{who}: no op named {op_or_name!r}; register the op first")
+    return op
+
+
+def vjp_rule(op):
+    """Decorator: the VJP rule of ``op`` (an Op or its name)."""
+    op = _op(op, "vjp_rule")
+
     def deco(fn):
-        VJP[name] = fn
+        VJP[op] = fn
         return fn
 
     return deco
 
 
-def jvp_rule(name: str):
+def jvp_rule(op):
+    """Decorator: the JVP rule of ``op`` (an Op or its name)."""
+    op = _op(op, "jvp_rule")
+
     def deco(fn):
-        JVP[name] = fn
+        JVP[op] = fn
         return fn
 
     return deco
 
 
-def register_vjp(op_name: str, rule: Callable) -> None:
-    """Give ``op_name`` (a registered op, possibly user-defined) a VJP rule."""
-    if op_name not in OPS:
-        raise ChainruleError(f"register_vjp: no op named {op_name!r}; register the op first")
-    VJP[op_name] = rule
+def register_vjp(op, rule: Callable) -> None:
+    """Give ``op`` (a registered op or its name, possibly user-defined) a VJP rule."""
+    VJP[_op(op, "register_vjp")] = rule
 
 
-def register_jvp(op_name: str, rule: Callable) -> None:
-    """Give ``op_name`` a JVP rule (one linear map per operand)."""
-    if op_name not in OPS:
-        raise ChainruleError(f"register_jvp: no op named {op_name!r}; register the op first")
-    JVP[op_name] = rule
+def register_jvp(op, rule: Callable) -> None:
+    """Give ``op`` a JVP rule (one linear map per operand)."""
+    JVP[_op(op, "register_jvp")] = rule
 
 
-def nondifferentiable(*names: str) -> None:
-    NONDIFFERENTIABLE.update(names)
+def has_vjp(op: Op) -> bool:
+    return op in VJP or not op.differentiable
+
+
+def has_jvp(op: Op) -> bool:
+    return op in JVP or not op.differentiable

@@ -16,8 +16,8 @@ import threading
 import numpy as np
 
 from ..errors import ChainruleError
-from ..frontend.array_methods import ArrayMethods
-from ..ops.common import HANDLERS, evaluate
+from ..emit.methods import ArrayMethods
+from ..ir.op import HANDLERS, evaluate
 
 
 class _Mode(threading.local):

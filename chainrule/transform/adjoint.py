@@ -8,10 +8,10 @@ parts of tuples never become arrays unless a rule must see them.
 
 from __future__ import annotations
 
+from ..emit.trace import Trace, Traced
 from ..errors import CompiledHigherOrderError, GradientError
-from ..frontend.tracer import Trace, Traced
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
-from ..ir.op import get_op
+from .. import ops
 from ..ir.types import TensorType, TupleType, Type
 from ..ops.common import broadcast_shapes
 
@@ -23,8 +23,8 @@ class Adjoints:
         self.msgs: dict[Var, object] = {}
 
     # -- emitting --------------------------------------------------------------------
-    def call(self, op_name: str, *args, **attrs) -> Var:
-        return self.b.call(get_op(op_name), list(args), attrs)
+    def call(self, op, *args, **attrs) -> Var:
+        return self.b.call(op, list(args), attrs)
 
     def wrap(self, atom):
         """A rule's view of an atom: traced for variables, arrays for constants."""
@@ -61,11 +61,11 @@ class Adjoints:
         if isinstance(t, TupleType):
             return tuple(self.add(x, y, ft) for x, y, ft in
                          zip(self.split(a, t), self.split(b, t), t.fields))
-        return self.call("add", a, b)
+        return self.call(ops.add, a, b)
 
     def zeros(self, t: Type, name: str | None = None):
         if isinstance(t, TensorType):
-            return self.b.call(get_op("zeros"), [], {"shape": t.shape, "dtype": t.dtype}, name)
+            return self.b.call(ops.zeros, [], {"shape": t.shape, "dtype": t.dtype}, name)
         if isinstance(t, TupleType):
             return Tuple(self.zeros(f) for f in t.fields)
         raise CompiledHigherOrderError(f"no zero tangent for a value of type {t!r} (a "
@@ -101,14 +101,14 @@ class Adjoints:
         if pt.shape != t.shape:
             joint = broadcast_shapes("gradient", [pt, t])
             if joint == pt.shape:
-                atom = self.call("collapse_sum_to", atom, shape=t.shape)
+                atom = self.call(ops.collapse_sum_to, atom, shape=t.shape)
             elif joint == t.shape:
-                atom = self.call("broadcast_to", atom, shape=t.shape)
+                atom = self.call(ops.broadcast_to, atom, shape=t.shape)
             else:
                 raise GradientError(f"a VJP rule returned shape {pt.shape} for an operand of "
                                     f"shape {t.shape}")
         if atom.type.dtype != t.dtype:
-            atom = self.call("astype", atom, dtype=t.dtype)
+            atom = self.call(ops.astype, atom, dtype=t.dtype)
         return atom
 
 

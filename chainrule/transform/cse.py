@@ -44,7 +44,7 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.op import OPS, Op
+from ..ir.op import Op
 from .base import Pass, register_pass, same_block, subst_atom, subst_direct, with_blocks
 
 
@@ -59,12 +59,6 @@ def freeze(value):
     except TypeError:
         return ("repr", repr(value))
     return (type(value).__name__, value)
-
-
-# ops whose two operands commute exactly (not maximum/minimum: the sign of a zero
-# result may depend on the order)
-COMMUTATIVE = frozenset({"add", "multiply", "equal", "not_equal", "logical_and",
-                         "logical_or"})
 
 
 def constant_key(c: Constant) -> tuple:
@@ -96,8 +90,7 @@ class _CSE:
             callee = value.callee
             ck = ("global", callee.name) if type(callee) is GlobalVar else callee
             args = tuple(self.atom_key(a) for a in value.args)
-            if (len(args) == 2 and type(callee) is Op and callee.name in COMMUTATIVE
-                    and OPS.get(callee.name) is callee):
+            if len(args) == 2 and type(callee) is Op and callee.commutative:
                 args = ("commutative", frozenset(args))  # a * b is b * a, bit for bit
             attrs = (tuple(sorted((k, freeze(v)) for k, v in value.attrs.items()))
                      if value.attrs else ())

@@ -1,4 +1,5 @@
-"""Reverse mode through ``If`` and ``While`` (issue 6), as closures and stacks.
+"""Reverse mode through ``If`` and ``While``, as closures and stacks: the
+forward rewrites and backward handlers that ``gradient.py`` puts in its tables.
 
 An ``If`` on the forward sweep becomes an ``If`` whose branches return
 ``(result, pullback)``: each branch's pullback is a closure over the values
@@ -17,13 +18,13 @@ stack's depth, so data-dependent loops need no bound.
 from __future__ import annotations
 
 from ..ir.nodes import Binding, Call, Function, If, Tuple, TupleGetItem, Var, While
-from ..ir.op import get_op
 from ..ir.types import FuncType, ListType, TupleType, has_float
 from ..ir.visitor import block_free_vars
-from .gradient import _BACKWARD, FORWARD_REWRITES, _flat_vars, _Sweep
+from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
+from .gradient_sweep import Sweep, flat_vars
 
 
-def _pullback(sweep: _Sweep, sub: _Sweep, ct_name: str, ct_type, inputs) -> Var:
+def _pullback(sweep: Sweep, sub: Sweep, ct_name: str, ct_type, inputs) -> Var:
     """Emit ``def <ct_name>_pullback(ct) -> (adjoints of inputs)`` from a sub-sweep."""
     b = sweep.b
     b.begin_block()
@@ -39,7 +40,7 @@ def _pullback(sweep: _Sweep, sub: _Sweep, ct_name: str, ct_type, inputs) -> Var:
 # -- If ----------------------------------------------------------------------------------
 
 
-def _if_forward(sweep: _Sweep, binding: Binding):
+def if_forward(sweep: Sweep, binding: Binding):
     node: If = binding.value
     name = binding.var.name
     inputs = [v for v in block_free_vars([node.then_block, node.else_block])
@@ -47,8 +48,8 @@ def _if_forward(sweep: _Sweep, binding: Binding):
     branches = []
     for block in (node.then_block, node.else_block):
         sweep.b.begin_block()
-        sub = _Sweep(sweep.ctx, block.bindings, block.result, inputs, inputs,
-                     _flat_vars(block.result), trace=sweep.trace, parent=sweep)
+        sub = Sweep(sweep.ctx, block.bindings, block.result, inputs, inputs,
+                     flat_vars(block.result), trace=sweep.trace, parent=sweep)
         result = sub.forward()
         pb = _pullback(sweep, sub, f"{name}_ct", binding.var.type, inputs)
         branches.append(sweep.b.end_block(Tuple([result, pb])))
@@ -58,7 +59,7 @@ def _if_forward(sweep: _Sweep, binding: Binding):
     return TupleGetItem(pair, 0)
 
 
-def _if_backward(sweep: _Sweep, binding: Binding, msg) -> None:
+def if_backward(sweep: Sweep, binding: Binding, msg) -> None:
     inputs = sweep.extra[binding.var]
     if not inputs:
         return
@@ -77,7 +78,7 @@ def _carry(node: While, atoms):
     return atoms[0] if len(node.loop_vars) == 1 else Tuple(atoms)
 
 
-def _while_forward(sweep: _Sweep, binding: Binding):
+def while_forward(sweep: Sweep, binding: Binding):
     node: While = binding.value
     name = binding.var.name
     b = sweep.b
@@ -89,14 +90,14 @@ def _while_forward(sweep: _Sweep, binding: Binding):
     carry_type = node.result_type
     pb_type = FuncType([carry_type], TupleType([u.type for u in inputs]))
     # one iteration = cond bindings + body bindings, from the loop variables to the next carry
-    sub = _Sweep(sweep.ctx, list(node.cond.bindings) + list(node.body.bindings),
-                 node.body.result, lvs + free, inputs, _flat_vars(node.body.result),
+    sub = Sweep(sweep.ctx, list(node.cond.bindings) + list(node.body.bindings),
+                 node.body.result, lvs + free, inputs, flat_vars(node.body.result),
                  trace=sweep.trace, parent=sweep)
     new_lvs = [Var(v.name, v.type) for v in lvs]
     stack = Var(f"{name}_stack", ListType(pb_type))
     sub.bind_inputs(new_lvs)
     init = [sweep.copy.atom(i) for i in node.init]
-    empty = b.call(get_op("stack_empty"), [], {"elem": pb_type}, f"{name}_tape")
+    empty = b.call(STACK_EMPTY, [], {"elem": pb_type}, f"{name}_tape")
     b.begin_block()
     sub.forward(node.cond.bindings)
     cond_block = b.end_block(sub.new(node.cond.result))
@@ -104,7 +105,7 @@ def _while_forward(sweep: _Sweep, binding: Binding):
     sub.forward(node.body.bindings)
     nxt = sub.new(node.body.result)
     pb = _pullback(sweep, sub, f"{name}_ct", carry_type, inputs)
-    pushed = b.call(get_op("stack_push"), [stack, pb], None, f"{name}_stack")
+    pushed = b.call(STACK_PUSH, [stack, pb], None, f"{name}_stack")
     parts = list(nxt.fields) if isinstance(nxt, Tuple) else [nxt]
     body_block = b.end_block(Tuple(parts + [pushed]))
     loop = b.emit(While(new_lvs + [stack], init + [empty], cond_block, body_block),
@@ -116,7 +117,7 @@ def _while_forward(sweep: _Sweep, binding: Binding):
     return finals[0] if n == 1 else Tuple(finals)
 
 
-def _while_backward(sweep: _Sweep, binding: Binding, msg) -> None:
+def while_backward(sweep: Sweep, binding: Binding, msg) -> None:
     node: While = binding.value
     inputs, float_lvs, free = sweep.extra[binding.var]
     if not inputs:
@@ -133,10 +134,10 @@ def _while_backward(sweep: _Sweep, binding: Binding, msg) -> None:
     ct = Var(f"{name}_ct", carry_type)
     accs = [Var(f"{u.name}_acc", u.type) for u in free]
     b.begin_block()
-    more = b.call(get_op("stack_nonempty"), [s], None, f"{name}_more")
+    more = b.call(STACK_NONEMPTY, [s], None, f"{name}_more")
     cond_block = b.end_block(more)
     b.begin_block()
-    top = b.call(get_op("stack_pop"), [s], None, f"{name}_top")
+    top = b.call(STACK_POP, [s], None, f"{name}_top")
     pb = b.emit(TupleGetItem(top, 0), f"{name}_pullback")
     rest = b.emit(TupleGetItem(top, 1), f"{name}_rest")
     d = b.emit(Call(pb, [ct]), f"{name}_d")
@@ -155,11 +156,3 @@ def _while_backward(sweep: _Sweep, binding: Binding, msg) -> None:
             adj.accumulate(init, part, sweep.wants)
     for k, u in enumerate(free):
         adj.accumulate(u, b.emit(TupleGetItem(loop, 2 + k), f"{u.name}_dloop"), sweep.wants)
-
-
-FORWARD_REWRITES[If] = _if_forward
-FORWARD_REWRITES[While] = _while_forward
-_BACKWARD[If] = _if_backward
-_BACKWARD[While] = _while_backward
-
-__all__: list[str] = []  # registers handlers in gradient.py; nothing to import

@@ -9,8 +9,9 @@ tangents). A call of a module function ``g`` becomes a call of ``g_jvp``.
 
 from __future__ import annotations
 
+from .. import ops
+from ..emit.trace import Trace, Traced
 from ..errors import GradientError, NoRuleError
-from ..frontend.tracer import Trace, Traced
 from ..ir.builder import Builder
 from ..ir.nodes import (
     Binding,
@@ -26,30 +27,18 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.op import Op
-from ..ir.types import FuncType, ListType, TensorType, TupleType, has_float
-from ..ir.visitor import Mutator, block_free_vars
-from ..rules import JVP, NONDIFFERENTIABLE
+from ..ir.types import FuncType, TensorType, TupleType, has_float
+from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars
+from ..rules import JVP, has_jvp
 from .adjoint import Adjoints
-
-
-def dual_type(t):
-    """The type of a value's tangent: the same for arrays; for a function, its
-    dual ``(args, arg tangents) -> (result, result tangent)``; for a stack of
-    functions, a stack of their duals."""
-    if isinstance(t, TupleType):
-        return TupleType(dual_type(f) for f in t.fields)
-    if isinstance(t, FuncType):
-        return FuncType(list(t.params) + [dual_type(p) for p in t.params if has_float(p)],
-                        TupleType([t.ret, dual_type(t.ret)]))
-    if isinstance(t, ListType):
-        return ListType(dual_type(t.elem))
-    return t
-
-
-def has_function(t) -> bool:
-    if isinstance(t, TupleType):
-        return any(has_function(f) for f in t.fields)
-    return isinstance(t, (FuncType, ListType))
+from .base import Pass, register_pass
+from .jvp_closures import (
+    STACK_FORWARD,
+    closure_call_forward,
+    dual_type,
+    function_forward,
+    has_function,
+)
 
 
 def jvp_type(fn: Function) -> FuncType:
@@ -61,7 +50,9 @@ class _Context:
         self.module = module
         self.generated: dict[str, Function] = {}
         self.types: dict[str, FuncType] = {}
+        # each generated loop -> how many of its loop variables are primal (for linearize)
         self.loop_splits: dict[Var, int] = {}
+        self.named: dict[Var, Var] = {}  # a tangent the rules emitted -> it named <v>_dot
 
     def jvp_name(self, name: str) -> str:
         jname = f"{name}_jvp"
@@ -72,13 +63,11 @@ class _Context:
             self.generated[jname] = None
             sweep = _ForwardSweep(self, self.module[name])
             with sweep.trace:  # rules may trace (custom rules): nest under this trace
-                self.generated[jname] = sweep.run()
+                self.generated[jname] = substitute_vars(sweep.run(), self.named)
         return jname
 
 
 def _all_bindings(block):
-    from ..ir.visitor import nested_blocks
-
     stack = [block]
     while stack:
         blk = stack.pop()
@@ -91,17 +80,15 @@ class _ForwardSweep:
     def __init__(self, ctx: _Context, fn: Function):
         self.ctx = ctx
         self.fn = fn
-        self.trace = Trace()
-        self.b = self.trace.builder = Builder(ctx.module)
-        self.b.extra_globals = ctx.types
-        self.b._counter = len(fn.body.bindings)
+        self.trace = Trace(builder=Builder(ctx.module, ctx.types,
+                                           temp_start=len(fn.body.bindings)))
+        self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
         self.tangents: dict[Var, object] = {}
         missing = sorted({b.value.callee.name for b in _all_bindings(fn.body)
                           if isinstance(b.value, Call) and isinstance(b.value.callee, Op)
-                          and b.value.callee.name not in JVP
-                          and b.value.callee.name not in NONDIFFERENTIABLE
-                          and b.value.callee.name not in STACK_FORWARD})
+                          and not has_jvp(b.value.callee)
+                          and b.value.callee not in STACK_FORWARD})
         if missing:
             raise NoRuleError(f"no JVP rule for: {', '.join(missing)} "
                               f"(register one with chainrule.rules.register_jvp)")
@@ -154,8 +141,9 @@ class _ForwardSweep:
         if msg is None:
             return
         if (start is not None and isinstance(msg, Var) and isinstance(old.type, TensorType)
+                and msg not in self.ctx.named
                 and any(b.var is msg for b in self.b.bindings[start:])):
-            msg.name = f"{new.name}_dot"
+            self.ctx.named[msg] = Var(f"{new.name}_dot", msg.type)
         self.tangents[old] = msg
 
 
@@ -176,17 +164,17 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
         return
     if isinstance(call.callee, Var):
         return closure_call_forward(sweep, binding)
-    if isinstance(call.callee, Op) and call.callee.name in STACK_FORWARD:
-        return STACK_FORWARD[call.callee.name](sweep, binding)
+    if isinstance(call.callee, Op) and call.callee in STACK_FORWARD:
+        return STACK_FORWARD[call.callee](sweep, binding)
     new = sweep.copy_binding(binding)
     op = call.callee
-    if isinstance(call.callee, GlobalVar) or op.name in NONDIFFERENTIABLE or all(
+    if isinstance(call.callee, GlobalVar) or not op.differentiable or all(
             t is None for t in tangents):
         return
     adj = sweep.adj
     start = len(sweep.b.bindings)
     args = [adj.wrap(sweep.copy.atom(a)) for a in call.args]
-    maps = JVP[op.name](Traced(sweep.trace, new), *args, **call.attrs)
+    maps = JVP[op](Traced(sweep.trace, new), *args, **call.attrs)
     if len(maps) != len(args):
         raise GradientError(f"the JVP rule of {op.name} returned {len(maps)} maps for "
                             f"{len(args)} operands")
@@ -214,9 +202,9 @@ def _fit_out(adj: Adjoints, contrib, t):
         return tuple(_fit_out(adj, c, ft) for c, ft in zip(contrib, t.fields))
     atom = adj.unwrap(contrib)
     if atom.type.shape != t.shape:
-        atom = adj.call("broadcast_to", atom, shape=t.shape)
+        atom = adj.call(ops.broadcast_to, atom, shape=t.shape)
     if atom.type.dtype != t.dtype:
-        atom = adj.call("astype", atom, dtype=t.dtype)
+        atom = adj.call(ops.astype, atom, dtype=t.dtype)
     return atom
 
 
@@ -313,7 +301,19 @@ _FORWARD = {
     TupleGetItem: _getitem_forward,
     Var: _assign_forward,
     Constant: lambda sweep, binding: sweep.copy_binding(binding),
+    Function: function_forward,
 }
+
+
+def jvp_with_loop_splits(module: Module, func: str = "main") -> tuple[Module, dict]:
+    """``jvp`` and, for each loop it generated, the number of its primal loop
+    variables (the rest carry tangents): what ``linearize`` unzips by."""
+    ctx = _Context(module)
+    ctx.jvp_name(func)
+    funcs = dict(module.functions)
+    funcs.update(ctx.generated)
+    splits = {ctx.named.get(v, v): n for v, n in ctx.loop_splits.items()}
+    return Module(funcs, module.meta), splits
 
 
 def jvp(module: Module, func: str = "main") -> Module:
@@ -331,13 +331,19 @@ def jvp(module: Module, func: str = "main") -> Module:
     >>> print(jvp(m, "f")["f_jvp"].params)
     (%a: f64, %b: f64, %a_dot: f64, %b_dot: f64)
     """
-    ctx = _Context(module)
-    ctx.jvp_name(func)
-    funcs = dict(module.functions)
-    funcs.update(ctx.generated)
-    return Module(funcs, {**module.meta, "loop_splits": ctx.loop_splits})
+    return jvp_with_loop_splits(module, func)[0]
 
 
-from .jvp_closures import STACK_FORWARD, closure_call_forward, function_forward  # noqa: E402
+class JVPPass(Pass):
+    """Forward mode as a pass: adds ``<func>_jvp`` (see ``jvp``)."""
 
-_FORWARD[Function] = function_forward
+    name = "jvp"
+
+    def __init__(self, func: str = "main"):
+        self.func = func
+
+    def run(self, module: Module) -> Module:
+        return jvp(module, self.func)
+
+
+register_pass(JVPPass)

@@ -12,16 +12,34 @@ from __future__ import annotations
 
 from ..errors import CompiledHigherOrderError
 from ..ir.nodes import Binding, Call, Function, Tuple, TupleGetItem, Var
-from ..ir.op import get_op
-from ..ir.types import has_float
+from ..ir.types import FuncType, ListType, TupleType, has_float
+from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
+
+
+def dual_type(t):
+    """The type of a value's tangent: the same for arrays; for a function, its
+    dual ``(args, arg tangents) -> (result, result tangent)``; for a stack of
+    functions, a stack of their duals."""
+    if isinstance(t, TupleType):
+        return TupleType(dual_type(f) for f in t.fields)
+    if isinstance(t, FuncType):
+        return FuncType(list(t.params) + [dual_type(p) for p in t.params if has_float(p)],
+                        TupleType([t.ret, dual_type(t.ret)]))
+    if isinstance(t, ListType):
+        return ListType(dual_type(t.elem))
+    return t
+
+
+def has_function(t) -> bool:
+    if isinstance(t, TupleType):
+        return any(has_function(f) for f in t.fields)
+    return isinstance(t, (FuncType, ListType))
 
 
 def function_forward(sweep, binding: Binding) -> None:
     """f = Function(params, body);  f_dot = its dual, over the same body."""
     fn: Function = binding.value
     new = sweep.copy_binding(binding)
-    from .jvp import dual_type
-
     b = sweep.b
     params = [Var(p.name, p.type) for p in fn.params]
     dots = [Var(f"{p.name}_dot", dual_type(p.type)) for p in fn.params if has_float(p.type)]
@@ -57,11 +75,9 @@ def closure_call_forward(sweep, binding: Binding) -> None:
 
 
 def _stack_empty(sweep, binding: Binding) -> None:
-    from .jvp import dual_type
-
     sweep.copy_binding(binding)
     elem = binding.value.attrs["elem"]
-    sweep.tangents[binding.var] = sweep.b.call(get_op("stack_empty"), [],
+    sweep.tangents[binding.var] = sweep.b.call(STACK_EMPTY, [],
                                                {"elem": dual_type(elem)},
                                                f"{binding.var.name}_dot")
 
@@ -73,7 +89,7 @@ def _stack_push(sweep, binding: Binding) -> None:
     if ds is None:
         raise CompiledHigherOrderError(f"forward mode: the stack {s.name} has no tangent")
     dx = sweep.adj.materialize(sweep.tangent(x), x.type)
-    sweep.tangents[binding.var] = sweep.b.call(get_op("stack_push"), [ds, dx], None,
+    sweep.tangents[binding.var] = sweep.b.call(STACK_PUSH, [ds, dx], None,
                                                f"{new.name}_dot")
 
 
@@ -82,13 +98,13 @@ def _stack_pop(sweep, binding: Binding) -> None:
     ds = sweep.tangent(binding.value.args[0])
     if ds is None:
         raise CompiledHigherOrderError("forward mode: a popped stack has no tangent")
-    sweep.tangents[binding.var] = sweep.b.call(get_op("stack_pop"), [ds], None,
+    sweep.tangents[binding.var] = sweep.b.call(STACK_POP, [ds], None,
                                                f"{new.name}_dot")
 
 
 STACK_FORWARD = {
-    "stack_empty": _stack_empty,
-    "stack_push": _stack_push,
-    "stack_pop": _stack_pop,
-    "stack_nonempty": lambda sweep, binding: sweep.copy_binding(binding),
+    STACK_EMPTY: _stack_empty,
+    STACK_PUSH: _stack_push,
+    STACK_POP: _stack_pop,
+    STACK_NONEMPTY: lambda sweep, binding: sweep.copy_binding(binding),
 }

@@ -16,17 +16,17 @@ from ..ir.nodes import Call, Module, Tuple, Var
 from ..ir.op import Op
 from ..ir.types import TensorType
 from ..ir.visitor import Mutator, vars_used
-from .jvp import jvp
+from .base import Pass, register_pass
+from .inline import inline
+from .jvp import jvp_with_loop_splits
 from .unzip import Unzip
 
 
 def linearize(module: Module, func: str = "main") -> Module:
     """Add ``<func>_primal`` and ``<func>_tangent`` (see the module docstring)."""
-    from .inline import inline
-
     module = inline(module)  # calls of non-recursive functions become straight-line code
     base = module[func]
-    jm = jvp(module, func)
+    jm, loop_splits = jvp_with_loop_splits(module, func)
     jf = jm[f"{func}_jvp"]
     n = len(base.params)
     for b in jf.body.bindings:
@@ -34,7 +34,7 @@ def linearize(module: Module, func: str = "main") -> Module:
             raise CompiledHigherOrderError(
                 f"linearize: {b.var.name} calls a recursive module function, which is not "
                 f"unzipped; the API falls back to jvp")
-    uz = Unzip(jf.params[n:], jm.meta.get("loop_splits"))
+    uz = Unzip(jf.params[n:], loop_splits)
     primal, tangent = uz.block(jf.body.bindings)
     result, dresult = jf.body.result.fields
     # argument-free ops (zeros) needed by the tangent side are recomputed there
@@ -62,9 +62,11 @@ def linearize(module: Module, func: str = "main") -> Module:
     # the tangent function: (residuals..., tangents...) -> result tangent
     t = Mutator(jm)
     t.builder = Builder(jm)
-    res_params = [t.copy_var(v) for v in needed]
-    for r in res_params:
-        r.name = f"{r.name}_res" if not r.name.endswith("_res") else r.name
+    res_params = []
+    for v in needed:
+        r = Var(v.name if v.name.endswith("_res") else f"{v.name}_res", v.type)
+        t.subst[v] = r
+        res_params.append(r)
     tan_params = [t.copy_var(p) for p in jf.params[n:]]
     t.builder.params = res_params + tan_params
     t.emit_bindings(moved + tangent)
@@ -73,3 +75,18 @@ def linearize(module: Module, func: str = "main") -> Module:
     funcs[f"{func}_primal"] = prim
     funcs[f"{func}_tangent"] = tang
     return Module(funcs, module.meta)
+
+
+class Linearize(Pass):
+    """Adds ``<func>_primal`` and ``<func>_tangent`` (see ``linearize``)."""
+
+    name = "linearize"
+
+    def __init__(self, func: str = "main"):
+        self.func = func
+
+    def run(self, module: Module) -> Module:
+        return linearize(module, self.func)
+
+
+register_pass(Linearize)

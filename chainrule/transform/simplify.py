@@ -1,5 +1,9 @@
 """Algebraic simplification, copy propagation and constant folding.
 
+The algebra is one table, ``PATTERNS`` (op -> rewrite patterns tried in order,
+each a small function whose docstring states its rewrite), plus two rules
+for every op: constant folding and reading broadcast operands unbroadcast.
+
 One sweep is a forward scan over the bindings with a substitution map, so
 every rule sees its operands already simplified and chains of rewrites
 resolve in the same sweep; sweeps repeat (boundedly) until nothing changes.
@@ -67,7 +71,8 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.op import OPS, Op
+from .. import ops
+from ..ir.op import Op
 from ..ir.types import TensorType, TupleType
 from .base import Pass, register_pass, same_block, subst_atom, subst_direct, with_blocks
 
@@ -75,19 +80,13 @@ FOLD_LIMIT = 64  # largest result (in elements) that constant folding creates
 MAX_SWEEPS = 8
 _RULE_CHAIN = 4  # rewrites of one binding per sweep before moving on
 
-_SHAPE_IDENTITY = {"collapse_sum_to", "broadcast_to", "reshape", "astype", "expand_dims",
-                   "squeeze"}
-_RESHAPES = {"reshape", "expand_dims", "squeeze"}
 # ops that keep a uniform value uniform (every element equal)
-_UNIFORM_PRESERVING = {"broadcast_to", "reshape", "expand_dims", "squeeze", "permute_dims",
-                       "flip"}
-# ops that broadcast their operands as NumPy does (operand position -> may broadcast):
-# an operand made by ``broadcast_to`` can be read unbroadcast, the result is the same
-_BROADCASTING = frozenset({
-    "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "equal",
-    "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
-    "logical_or", "where"})
-_CREATION = frozenset({"zeros", "ones", "full", "arange"})
+_UNIFORM_PRESERVING = (ops.broadcast_to, ops.reshape, ops.expand_dims, ops.squeeze,
+                       ops.permute_dims, ops.flip)
+# ops without operands folded when they make a scalar (the seed ones(()) of a gradient)
+_CREATION = (ops.zeros, ops.ones, ops.full, ops.arange)
+# the value every element of a creation op's result has
+_FILLED = {ops.zeros: 0, ops.zeros_like: 0, ops.ones: 1, ops.ones_like: 1}
 _NO_VALUE = object()
 
 
@@ -134,13 +133,9 @@ class _Simplifier:
             self.defs[var] = value
         elif t is Call and type(value.callee) is Op:
             self.defs[var] = value
-            name = value.callee.name
-            u = _NO_VALUE
-            if name in ("zeros", "zeros_like"):
-                u = 0
-            elif name in ("ones", "ones_like"):
-                u = 1
-            elif name in ("full", "full_like"):
+            op = value.callee
+            u = _FILLED.get(op, _NO_VALUE)
+            if op is ops.full or op is ops.full_like:
                 # the value as stored: full(2, dtype=bool) holds True, not 2
                 try:
                     with np.errstate(all="ignore"):
@@ -148,25 +143,24 @@ class _Simplifier:
                             value.attrs["dtype"].numpy).item()
                 except (ValueError, OverflowError, TypeError):
                     u = _NO_VALUE
-            elif name in _UNIFORM_PRESERVING:
+            elif op in _UNIFORM_PRESERVING:
                 u = self.uniform_of(value.args[0])
-                if name == "broadcast_to":
+                if op is ops.broadcast_to:
                     self.bcast.add(var)
             if u is not _NO_VALUE:
                 self.uniform[var] = u
 
-    def op_def(self, x, names):
-        """The op call defining variable ``x`` if its op is one of ``names``."""
+    def op_def(self, x, ops_wanted):
+        """The op call defining variable ``x`` if its op is one of ``ops_wanted``."""
         d = self.defs.get(x) if type(x) is Var else None
-        if type(d) is Call and d.callee.name in names:
+        if type(d) is Call and d.callee in ops_wanted:
             return d
         return None
 
     # -- building replacement values ----------------------------------------------------
     @staticmethod
-    def typed_call(name: str, args, attrs, want) -> Call | None:
+    def typed_call(op: Op, args, attrs, want) -> Call | None:
         """``Call(op, args, attrs)`` with canonical attrs if its type is ``want``, else None."""
-        op = OPS[name]
         try:
             attrs, t = op.type_call([a.type for a in args], attrs)
         except ChainruleError:  # a rewrite that does not type-check is simply not done
@@ -188,13 +182,13 @@ class _Simplifier:
         if xt == t:
             return x
         if xt.dtype == t.dtype:
-            return self.typed_call("broadcast_to", [x], {"shape": t.shape}, t)
+            return self.typed_call(ops.broadcast_to, [x], {"shape": t.shape}, t)
         cast_type = TensorType(xt.shape, t.dtype)
-        cast = self.typed_call("astype", [x], {"dtype": t.dtype}, cast_type)
+        cast = self.typed_call(ops.astype, [x], {"dtype": t.dtype}, cast_type)
         if cast is None or xt.shape == t.shape:
             return cast
         cast_var = Var(f"{hint}_cast", cast_type)
-        bcast = self.typed_call("broadcast_to", [cast_var], {"shape": t.shape}, t)
+        bcast = self.typed_call(ops.broadcast_to, [cast_var], {"shape": t.shape}, t)
         if bcast is not None:
             out.append(Binding(cast_var, cast))
         return bcast
@@ -207,13 +201,13 @@ class _Simplifier:
 
     def negated(self, x, t, out, hint):
         x = self.adapt_atom(x, t, out, hint)
-        return None if x is None else self.typed_call("negative", [x], {}, t)
+        return None if x is None else self.typed_call(ops.negative, [x], {}, t)
 
     # -- rules ----------------------------------------------------------------------------
     def fold(self, var: Var, call: Call):
         t = var.type
         if not call.args:  # a creation op: folded when it makes a scalar
-            if call.callee.name not in _CREATION or not (
+            if call.callee not in _CREATION or not (
                     isinstance(t, TensorType) and t.shape == ()):
                 return None
         elif not all(type(a) is Constant for a in call.args):
@@ -242,122 +236,14 @@ class _Simplifier:
             consts.append(Constant(arr.astype(f.dtype.numpy, copy=False)))
         return Tuple(consts) if isinstance(t, TupleType) else consts[0]
 
-    def sign_into_constant(self, name: str, a, b, t) -> Call | None:
-        """``(-x) * c`` -> ``x * (-c)`` (and ``c * (-x)``, ``(-x) / c``, ``c / (-x)``)
-        for a float constant ``c``: one elementwise op fewer, the same bits (IEEE
-        negation is exact and rounding is symmetric)."""
-        for k, (x, c) in enumerate(((a, b), (b, a))):
-            inner = self.op_def(x, ("negative",))
-            if inner is not None and _float_constant(c):
-                pair = [inner.args[0], Constant(np.negative(c.data))]
-                return self.typed_call(name, pair if k == 0 else pair[::-1], {}, t)
-        return None
-
-    def unbroadcast(self, call: Call, t) -> Call | None:
-        """``f(broadcast_to(a), b)`` -> ``f(a, b)`` for an op that broadcasts (and
-        ``index_add``'s value), when the result type stays ``t``: NumPy broadcasts
-        ``a`` itself, without the view."""
-        name = call.callee.name
-        if name == "index_add":
-            positions = (1,)
-        elif name in _BROADCASTING:
-            positions = range(len(call.args))
-        else:
-            return None
-        bcast = self.bcast
-        for k in positions:
-            a = call.args[k]
-            ta = type(a)
-            if ta is Var:
-                if a not in bcast:
-                    continue
-                src = self.defs[a].args[0]
-            elif (ta is Constant and a.data.ndim and a.data.dtype.kind in "biuf"
-                  and self.uniform_of(a) is not _NO_VALUE):
-                src = Constant(a.data.reshape(-1)[:1].reshape(()))  # same dtype, one element
-            else:
-                continue
-            args = list(call.args)
-            args[k] = src
-            new = self.typed_call(name, args, call.attrs, t)
+    def rules(self, var: Var, call: Call, out: list):
+        """A simpler value for ``var = call`` (atom or Call or Tuple), or None: the first
+        pattern of ``PATTERNS`` (broadcast operands first) that applies."""
+        t = var.type
+        for pattern in (unbroadcast, *PATTERNS.get(call.callee, ())):
+            new = pattern(self, call, t, out, var.name)
             if new is not None:
                 return new
-        return None
-
-    def rules(self, var: Var, call: Call, out: list):
-        """A simpler value for ``var = call`` (atom or Call or Tuple), or None."""
-        name = call.callee.name
-        args = call.args
-        t = var.type
-        hint = var.name
-        new = self.unbroadcast(call, t)
-        if new is not None:
-            return new
-        if name in ("add", "subtract", "multiply", "divide", "power"):
-            a, b = args
-            ua, ub = self.uniform_of(a), self.uniform_of(b)
-            if name == "add":
-                if _is(ub, 0):
-                    return self.adapt(a, t, out, hint)
-                if _is(ua, 0):
-                    return self.adapt(b, t, out, hint)
-            elif name == "subtract":
-                if _is(ub, 0):
-                    return self.adapt(a, t, out, hint)
-                if _is(ua, 0):
-                    return self.negated(b, t, out, hint)
-            elif name == "multiply":
-                if _is(ub, 1):
-                    return self.adapt(a, t, out, hint)
-                if _is(ua, 1):
-                    return self.adapt(b, t, out, hint)
-                if _is(ub, -1):
-                    return self.negated(a, t, out, hint)
-                if _is(ua, -1):
-                    return self.negated(b, t, out, hint)
-                return self.sign_into_constant(name, a, b, t)
-            elif name == "divide":
-                if _is(ub, 1):
-                    return self.adapt(a, t, out, hint)
-                return self.sign_into_constant(name, a, b, t)
-            elif _is(ub, 1):
-                return self.adapt(a, t, out, hint)
-            elif _is(ub, 2):
-                x = self.adapt_atom(a, t, out, hint)
-                return None if x is None else self.typed_call("multiply", [x, x], {}, t)
-            return None
-        if name == "negative":
-            inner = self.op_def(args[0], ("negative", "multiply", "divide"))
-            if inner is None:
-                return None
-            if inner.callee.name == "negative":
-                return inner.args[0]
-            p, q = inner.args
-            for k, c in enumerate((p, q)):
-                if _float_constant(c):
-                    pair = [p, q]
-                    pair[k] = Constant(np.negative(c.data))
-                    return self.typed_call(inner.callee.name, pair, {}, t)
-            return None
-        x = args[0] if args else None
-        if name in _SHAPE_IDENTITY and x.type == t:
-            return x
-        if name == "permute_dims" and call.attrs["axes"] == tuple(range(len(t.shape))):
-            return x
-        if name == "flip" and call.attrs["axis"] == ():
-            return x
-        if name in _RESHAPES:
-            inner = self.op_def(x, _RESHAPES)
-            if inner is not None:
-                z = inner.args[0]
-                if z.type == t:
-                    return z
-                if name == "reshape":
-                    return self.typed_call("reshape", [z], call.attrs, t)
-        if name == "broadcast_to":
-            inner = self.op_def(x, ("broadcast_to",))
-            if inner is not None:
-                return self.typed_call("broadcast_to", [inner.args[0]], call.attrs, t)
         return None
 
     def rewrite(self, var: Var, value, out: list):
@@ -420,6 +306,174 @@ class _Simplifier:
             self.record(b.var, value)
             out.append(b if value is b.value else Binding(b.var, value))
         return same_block(block, out, subst_atom(block.result, sub))
+
+
+# -- the rewrite patterns -----------------------------------------------------------------
+# A pattern ``p(s, call, t, out, hint)`` returns a simpler value of type ``t`` for
+# ``call`` (an atom: substitute it; a Call or Tuple: bind it), or None. It may
+# append bindings it needs to ``out`` (kept only if it succeeds). "0" and "1"
+# are any value known to have all elements equal to them (``s.uniform_of``).
+
+
+def unbroadcast(s, call, t, out, hint):
+    """f(broadcast_to(a), b) -> f(a, b)  for an elementwise f (and index_add's value),
+    when the result type stays the same: NumPy broadcasts ``a`` itself, without the view;
+    a constant with all elements equal is read as a scalar likewise"""
+    op = call.callee
+    if op is ops.index_add:
+        positions = (1,)
+    elif op.elementwise and len(call.args) > 1:
+        positions = range(len(call.args))
+    else:
+        return None
+    for k in positions:
+        a = call.args[k]
+        ta = type(a)
+        if ta is Var:
+            if a not in s.bcast:
+                continue
+            src = s.defs[a].args[0]
+        elif (ta is Constant and a.data.ndim and a.data.dtype.kind in "biuf"
+              and s.uniform_of(a) is not _NO_VALUE):
+            src = Constant(a.data.reshape(-1)[:1].reshape(()))  # same dtype, one element
+        else:
+            continue
+        args = list(call.args)
+        args[k] = src
+        new = s.typed_call(op, args, call.attrs, t)
+        if new is not None:
+            return new
+    return None
+
+
+def _operand_is(position: int, value):
+    def holds(s, call):
+        return _is(s.uniform_of(call.args[position]), value)
+
+    return holds
+
+
+def keep(position: int, when):
+    """op(x, c) -> x  (cast and broadcast to the result type)"""
+
+    def pattern(s, call, t, out, hint):
+        return s.adapt(call.args[position], t, out, hint) if when(s, call) else None
+
+    pattern.__doc__ = f"keep operand {position}"
+    return pattern
+
+
+def negate(position: int, when):
+    """op(x, c) -> -x"""
+
+    def pattern(s, call, t, out, hint):
+        return s.negated(call.args[position], t, out, hint) if when(s, call) else None
+
+    return pattern
+
+
+def square_as_multiply(s, call, t, out, hint):
+    """x ** 2 -> x * x"""
+    if not _is(s.uniform_of(call.args[1]), 2):
+        return None
+    x = s.adapt_atom(call.args[0], t, out, hint)
+    return None if x is None else s.typed_call(ops.multiply, [x, x], {}, t)
+
+
+def sign_into_constant(s, call, t, out, hint):
+    """(-x) * c -> x * (-c);  c * (-x) -> (-c) * x;  likewise for /  (a float constant c:
+    one elementwise op fewer, the same bits: IEEE negation is exact, rounding symmetric)"""
+    a, b = call.args
+    for k, (x, c) in enumerate(((a, b), (b, a))):
+        inner = s.op_def(x, (ops.negative,))
+        if inner is not None and _float_constant(c):
+            pair = [inner.args[0], Constant(np.negative(c.data))]
+            return s.typed_call(call.callee, pair if k == 0 else pair[::-1], {}, t)
+    return None
+
+
+def double_negation(s, call, t, out, hint):
+    """-(-x) -> x"""
+    inner = s.op_def(call.args[0], (ops.negative,))
+    return None if inner is None else inner.args[0]
+
+
+def negation_into_constant(s, call, t, out, hint):
+    """-(x * c) -> x * (-c);  -(x / c) -> x / (-c)  (a float constant c)"""
+    inner = s.op_def(call.args[0], (ops.multiply, ops.divide))
+    if inner is None:
+        return None
+    p, q = inner.args
+    for k, c in enumerate((p, q)):
+        if _float_constant(c):
+            pair = [p, q]
+            pair[k] = Constant(np.negative(c.data))
+            return s.typed_call(inner.callee, pair, {}, t)
+    return None
+
+
+def no_op_shape(s, call, t, out, hint):
+    """reshape / expand_dims / squeeze / broadcast_to / collapse_sum_to / astype
+    whose result type is its operand's -> the operand"""
+    x = call.args[0]
+    return x if x.type == t else None
+
+
+def identity_permutation(s, call, t, out, hint):
+    """permute_dims(x, (0, 1, ..., n-1)) -> x"""
+    return call.args[0] if call.attrs["axes"] == tuple(range(len(t.shape))) else None
+
+
+def flip_nothing(s, call, t, out, hint):
+    """flip(x, axis=()) -> x"""
+    return call.args[0] if call.attrs["axis"] == () else None
+
+
+def reshape_chain(s, call, t, out, hint):
+    """reshape(reshape(z)) -> reshape(z), or z when the types match (any mix of reshape,
+    expand_dims and squeeze)"""
+    inner = s.op_def(call.args[0], _RESHAPES)
+    if inner is None:
+        return None
+    z = inner.args[0]
+    if z.type == t:
+        return z
+    if call.callee is ops.reshape:
+        return s.typed_call(ops.reshape, [z], call.attrs, t)
+    return None
+
+
+def broadcast_chain(s, call, t, out, hint):
+    """broadcast_to(broadcast_to(x)) -> broadcast_to(x)"""
+    inner = s.op_def(call.args[0], (ops.broadcast_to,))
+    if inner is None:
+        return None
+    return s.typed_call(ops.broadcast_to, [inner.args[0]], call.attrs, t)
+
+
+_RESHAPES = (ops.reshape, ops.expand_dims, ops.squeeze)
+_ZERO_1, _ZERO_0 = _operand_is(1, 0), _operand_is(0, 0)
+_ONE_1, _ONE_0 = _operand_is(1, 1), _operand_is(0, 1)
+
+PATTERNS = {
+    ops.add: [keep(0, _ZERO_1), keep(1, _ZERO_0)],                   # x + 0, 0 + x
+    ops.subtract: [keep(0, _ZERO_1), negate(1, _ZERO_0)],            # x - 0, 0 - x
+    ops.multiply: [keep(0, _ONE_1), keep(1, _ONE_0),                 # x * 1, 1 * x
+                   negate(0, _operand_is(1, -1)), negate(1, _operand_is(0, -1)),
+                   sign_into_constant],
+    ops.divide: [keep(0, _ONE_1), sign_into_constant],               # x / 1
+    ops.power: [keep(0, _ONE_1), square_as_multiply],                # x ** 1, x ** 2
+    ops.negative: [double_negation, negation_into_constant],
+    ops.reshape: [no_op_shape, reshape_chain],
+    ops.expand_dims: [no_op_shape, reshape_chain],
+    ops.squeeze: [no_op_shape, reshape_chain],
+    ops.broadcast_to: [no_op_shape, broadcast_chain],
+    ops.collapse_sum_to: [no_op_shape],
+    ops.astype: [no_op_shape],
+    ops.permute_dims: [identity_permutation],
+    ops.flip: [flip_nothing],
+}
+
 
 
 def simplify_function(fn: Function, max_sweeps: int = MAX_SWEEPS) -> Function:

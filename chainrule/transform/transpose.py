@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ops
+from ..emit.methods import ArrayMethods
+from ..emit.trace import Trace
 from ..errors import TransposeError
-from ..frontend.array_methods import ArrayMethods
-from ..frontend.tracer import Trace
 from ..ir.builder import Builder
 from ..ir.nodes import (
     Binding,
@@ -28,12 +29,13 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.op import Op, get_op
+from ..ir.op import HANDLERS, Op
 from ..ir.types import ListType, TensorType, TupleType, has_float
-from ..ir.visitor import Mutator, block_free_vars, nested_blocks, vars_used
-from ..ops.common import HANDLERS
-from ..rules import LINEAR, VJP
+from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
+from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
+from ..rules import VJP
 from .adjoint import Adjoints, prune
+from .base import Pass, register_pass
 
 
 class Undefined(ArrayMethods):
@@ -55,13 +57,12 @@ class Undefined(ArrayMethods):
         return self.type.dtype.numpy
 
     def _cr_apply(self, op, args, attrs):
-        if op.name in _LIKE and self.trace is not None and len(args) == 1:
+        if op in _LIKE and self.trace is not None and len(args) == 1:
             # only the type is needed: emit zeros/ones/full of it
-            fill = {"zeros_like": ("zeros", {}), "ones_like": ("ones", {}),
-                    "full_like": ("full", {"fill_value": attrs.get("fill_value")})}[op.name]
+            made, extra = _LIKE[op]
             new_attrs = {"shape": self.type.shape, "dtype": attrs.get("dtype") or self.type.dtype,
-                         **fill[1]}
-            return self.trace.wrap(self.trace.builder.call(get_op(fill[0]), [], new_attrs))
+                         **{k: attrs.get(k) for k in extra}}
+            return self.trace.wrap(self.trace.builder.call(made, [], new_attrs))
         types = []
         for a in args:
             if isinstance(a, Undefined):
@@ -78,15 +79,15 @@ class Undefined(ArrayMethods):
 
 
 HANDLERS[Undefined] = 1000
-_LIKE = ("zeros_like", "ones_like", "full_like")
+# an op that needs only its operand's type -> (the op making it from a shape, its attrs)
+_LIKE = {ops.zeros_like: (ops.zeros, ()), ops.ones_like: (ops.ones, ()),
+         ops.full_like: (ops.full, ("fill_value",))}
 
 
 def _check_linear(binding: Binding, linear_positions: list[int]) -> None:
     call = binding.value
     name = call.callee.name if isinstance(call.callee, Op) else str(call.callee)
-    kind = LINEAR.get(name)
-    if kind is None or (kind == "one" and len(linear_positions) > 1) or (
-            isinstance(kind, tuple) and not set(linear_positions) <= set(kind)):
+    if not call.callee.linear_in(linear_positions):
         raise TransposeError(
             f"transpose: {binding.var.name} = {name}(...) is not linear in its linear "
             f"operand(s) at position(s) {linear_positions}; the program is not linear")
@@ -95,21 +96,29 @@ def _check_linear(binding: Binding, linear_positions: list[int]) -> None:
 def _linear_vars(bindings, lin: set) -> None:
     """Add every variable that depends on a linear one (nested blocks included)."""
     for b in bindings:
-        for inner in nested_blocks(b.value):
-            if isinstance(b.value, While):
-                # a loop variable is linear when its initial value or its update is
-                n = len(b.value.loop_vars)
-                for _ in range(2):
-                    for lv, init, nxt in zip(b.value.loop_vars, b.value.init,
-                                             _fields(b.value.body.result, n)):
-                        if _mentions(init, lin) or _mentions(nxt, lin):
-                            lin.add(lv)
-                    _linear_vars(b.value.cond.bindings, lin)
-                    _linear_vars(b.value.body.bindings, lin)
-                break
-            _linear_vars(inner.bindings, lin)
+        if isinstance(b.value, While):
+            _loop_linear_vars(b.value, lin)
+        else:
+            for inner in nested_blocks(b.value):
+                _linear_vars(inner.bindings, lin)
         if any(v in lin for v in vars_used(b.value)):
             lin.add(b.var)
+
+
+def _loop_linear_vars(loop: While, lin: set) -> None:
+    """A loop variable is linear when its initial value or its update is; an update
+    may depend on other loop variables in a chain of any length, so iterate until
+    no loop variable becomes linear (at most once per loop variable)."""
+    n = len(loop.loop_vars)
+    while True:
+        before = len(lin)
+        for lv, init, nxt in zip(loop.loop_vars, loop.init, _fields(loop.body.result, n)):
+            if _mentions(init, lin) or _mentions(nxt, lin):
+                lin.add(lv)
+        _linear_vars(loop.cond.bindings, lin)
+        _linear_vars(loop.body.bindings, lin)
+        if len(lin) == before:
+            return
 
 
 def _fields(result, n):
@@ -129,6 +138,7 @@ class _Transposer:
         self.copy = Mutator(module)
         self.copy.builder = self.b
         self.fixed: set[Var] = set()  # coefficients and parameters: never renamed
+        self.named: dict[Var, Var] = {}  # a cotangent the sweep emitted -> it named <v>_ct
 
     def wants(self, v) -> bool:
         return v in self.lin
@@ -138,9 +148,10 @@ class _Transposer:
         self.fixed.update(v for v in self.copy.subst.values() if isinstance(v, Var))
 
     def name_cotangent(self, v: Var, msg) -> None:
-        """A cotangent the sweep computed is named after its variable: ``<v>_ct``."""
+        """A cotangent the sweep computed is named after its variable, ``<v>_ct``, when
+        the function is finished (``substitute_vars``)."""
         if isinstance(msg, Var) and msg not in self.fixed:
-            msg.name = f"{v.name}_ct"
+            self.named[msg] = Var(f"{v.name}_ct", msg.type)
             self.fixed.add(msg)
 
     def view(self, atom, adj):
@@ -177,7 +188,7 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
     g = tuple(adj.wrap(f) for f in adj.split(g, v.type)) if isinstance(
         v.type, TupleType) else adj.wrap(g)
     start = len(tr.b.bindings)
-    partials = VJP[value.callee.name](Undefined(v.type, tr.trace), g,
+    partials = VJP[value.callee](Undefined(v.type, tr.trace), g,
                                       *[tr.view(a, adj) for a in value.args], **value.attrs)
     fitted = []
     for i in positions:
@@ -237,7 +248,7 @@ def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> N
     # 1. replay: the non-linear loop variables of every iteration, on a stack
     saved_t = TupleType([lvs[i].type for i in nl])
     stype = ListType(saved_t)
-    empty = b.call(get_op("stack_empty"), [], {"elem": saved_t}, f"{binding.var.name}_tape")
+    empty = b.call(STACK_EMPTY, [], {"elem": saved_t}, f"{binding.var.name}_tape")
     replay_vars = [Var(lvs[i].name, lvs[i].type) for i in nl]
     st = Var(f"{binding.var.name}_tape", stype)
     for i, rv in zip(nl, replay_vars):
@@ -248,7 +259,7 @@ def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> N
     b.begin_block()
     tr.coefficients(node.body.bindings)
     pack = b.emit(Tuple(replay_vars), f"{binding.var.name}_saved")
-    pushed = b.call(get_op("stack_push"), [st, pack], None, f"{binding.var.name}_tape")
+    pushed = b.call(STACK_PUSH, [st, pack], None, f"{binding.var.name}_tape")
     body = b.end_block(Tuple([tr.copy.atom(nxt[i]) for i in nl] + [pushed]))
     replay = b.emit(While(replay_vars + [st], [tr.copy.atom(node.init[i]) for i in nl] + [empty],
                           cond, body), f"{binding.var.name}_replay")
@@ -260,10 +271,10 @@ def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> N
     cts = [Var(f"{lvs[i].name}_ct", lvs[i].type) for i in li]
     accs = [Var(f"{u.name}_acc", u.type) for u in free]
     b.begin_block()
-    more = b.call(get_op("stack_nonempty"), [s], None, f"{binding.var.name}_more")
+    more = b.call(STACK_NONEMPTY, [s], None, f"{binding.var.name}_more")
     rcond = b.end_block(more)
     b.begin_block()
-    top = b.call(get_op("stack_pop"), [s], None, f"{binding.var.name}_top")
+    top = b.call(STACK_POP, [s], None, f"{binding.var.name}_top")
     saved = b.emit(TupleGetItem(top, 0), f"{binding.var.name}_saved")
     rest = b.emit(TupleGetItem(top, 1), f"{binding.var.name}_rest")
     for k, i in enumerate(nl):
@@ -316,10 +327,8 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
     for b in fn.body.bindings:
         if isinstance(b.value, Function):
             raise TransposeError(f"transpose: {b.var.name} is a closure")
-    trace = Trace()
+    trace = Trace(builder=Builder(module, temp_start=len(fn.body.bindings)))
     with trace:  # rules may trace (custom rules): nest under this trace
-        trace.builder = Builder(module)
-        trace.builder._counter = len(fn.body.bindings)
         tr = _Transposer(module, trace, lin)
         others = [tr.copy.copy_var(p) for p in fn.params if p not in lin]
         ct = Var("cotangent", fn.ret_type)
@@ -331,7 +340,7 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
             tr.name_cotangent(p, m)
         adj = Adjoints(trace)
         outs = [adj.materialize(m, p.type) for m, p in zip(msgs, lin_params)]
-        out = trace.builder.finish_function(Tuple(outs))
+        out = substitute_vars(trace.builder.finish_function(Tuple(outs)), tr.named)
     funcs = dict(module.functions)
     funcs[name or f"{func}_transpose"] = out
     return Module(funcs, module.meta)
@@ -343,4 +352,18 @@ def _mentions(atom, lin) -> bool:
     return isinstance(atom, Var) and atom in lin
 
 
-__all__ = ["transpose", "Undefined"]
+class Transpose(Pass):
+    """Adds ``<func>_transpose`` for a function linear in ``linear`` (see ``transpose``)."""
+
+    name = "transpose"
+
+    def __init__(self, func: str = "main", linear=None, name: str | None = None):
+        self.options = dict(func=func, linear=linear, name=name)
+
+    def run(self, module: Module) -> Module:
+        return transpose(module, **self.options)
+
+
+register_pass(Transpose)
+
+__all__ = ["Transpose", "transpose", "Undefined"]

@@ -14,15 +14,17 @@ from __future__ import annotations
 from ..errors import CompiledHigherOrderError, GradientError
 from ..ir.infer import arg_type
 from ..ir.nodes import Binding, Block, Call, If, Tuple, TupleGetItem, Var, While
-from ..ir.op import Op, get_op
+from .. import ops
+from ..ir.op import Op
+from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
 from ..ir.types import ListType, TensorType, TupleType
 from ..ir.visitor import nested_blocks, vars_used
 
 BOOL = TensorType((), "bool")
 
 
-def _call(op: str, args, attrs=None) -> Call:
-    return Call(get_op(op), args, attrs or {})
+def _call(op: Op, args, attrs=None) -> Call:
+    return Call(op, args, attrs or {})
 
 
 def _zeros_for(t, out: list):
@@ -30,7 +32,7 @@ def _zeros_for(t, out: list):
     if isinstance(t, TupleType):
         return Tuple(_zeros_for(f, out) for f in t.fields)
     v = Var("zero", t)
-    out.append(Binding(v, _call("zeros", [], {"shape": t.shape, "dtype": t.dtype})))
+    out.append(Binding(v, _call(ops.zeros, [], {"shape": t.shape, "dtype": t.dtype})))
     return v
 
 
@@ -172,9 +174,9 @@ class Unzip:
         pushed = Var(f"{b.var.name}_stack", stype)
         pack = Var(f"{b.var.name}_saved", rtype)
         empty = Var(f"{b.var.name}_tape", stype)
-        primal.append(Binding(empty, _call("stack_empty", [], {"elem": rtype})))
+        primal.append(Binding(empty, _call(STACK_EMPTY, [], {"elem": rtype})))
         body = Block(p_body + [Binding(pack, Tuple(needed)),
-                               Binding(pushed, _call("stack_push", [st, pack]))],
+                               Binding(pushed, _call(STACK_PUSH, [st, pack]))],
                      Tuple(nxt + [pushed]))
         ploop = Var(f"{b.var.name}_primal", TupleType([v.type for v in lvs] + [stype]))
         primal.append(Binding(ploop, While(lvs + [st], init + [empty],
@@ -184,17 +186,17 @@ class Unzip:
         primal.append(Binding(done, TupleGetItem(ploop, n)))
         s1, s2 = Var("lifo", stype), Var("fifo", stype)
         e2 = Var("fifo", stype)
-        primal.append(Binding(e2, _call("stack_empty", [], {"elem": rtype})))
+        primal.append(Binding(e2, _call(STACK_EMPTY, [], {"elem": rtype})))
         more, top = Var("more", BOOL), Var("top", TupleType([rtype, stype]))
         item, rest, s2n = Var("item", rtype), Var("rest", stype), Var("fifo", stype)
-        flip_body = Block([Binding(top, _call("stack_pop", [s1])),
+        flip_body = Block([Binding(top, _call(STACK_POP, [s1])),
                            Binding(item, TupleGetItem(top, 0)),
                            Binding(rest, TupleGetItem(top, 1)),
-                           Binding(s2n, _call("stack_push", [s2, item]))], Tuple([rest, s2n]))
+                           Binding(s2n, _call(STACK_PUSH, [s2, item]))], Tuple([rest, s2n]))
         flip = Var(f"{b.var.name}_reversal", TupleType([stype, stype]))
         primal.append(Binding(flip, While(
             [s1, s2], [done, e2],
-            Block([Binding(more, _call("stack_nonempty", [s1]))], more), flip_body)))
+            Block([Binding(more, _call(STACK_NONEMPTY, [s1]))], more), flip_body)))
         ordered = Var(f"{b.var.name}_in_order", stype)
         primal.append(Binding(ordered, TupleGetItem(flip, 1)))
         # tangent loop: pop one iteration's values, run its tangent bindings
@@ -202,7 +204,7 @@ class Unzip:
         tmore = Var("more", BOOL)
         ttop = Var("top", TupleType([rtype, stype]))
         titem, trest = Var("saved", rtype), Var("rest", stype)
-        unpack = [Binding(ttop, _call("stack_pop", [ts])), Binding(titem, TupleGetItem(ttop, 0)),
+        unpack = [Binding(ttop, _call(STACK_POP, [ts])), Binding(titem, TupleGetItem(ttop, 0)),
                   Binding(trest, TupleGetItem(ttop, 1))]
         for k, u in enumerate(needed):
             unpack.append(Binding(u, TupleGetItem(titem, k)))
@@ -210,7 +212,7 @@ class Unzip:
         tloop = Var(f"{b.var.name}_tangent", TupleType([d.type for d in dots] + [stype]))
         tangent.append(Binding(tloop, While(
             dots + [ts], dinit + [ordered],
-            Block([Binding(tmore, _call("stack_nonempty", [ts]))], tmore), tbody)))
+            Block([Binding(tmore, _call(STACK_NONEMPTY, [ts]))], tmore), tbody)))
         self.tangent.add(tloop)
         self.split_loops[b.var] = (ploop, tloop, n)
 

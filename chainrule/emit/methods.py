@@ -1,31 +1,31 @@
 """Python operators and NumPy-style methods shared by traced values and tape tensors.
 
-A subclass provides ``shape``, ``dtype`` and op dispatch (``_cr_apply``);
-everything here goes through ``chainrule.numpy``, so it works the same on
-every kind of value. NumPy's own functions (``np.exp(x)``, ``np.sum(x)``)
-are routed to ``chainrule.numpy`` through ``__array_ufunc__`` and
-``__array_function__``.
+A subclass provides ``shape``, ``dtype`` and op dispatch (``_cr_apply``).
+Operators apply the ops directly (``a + b`` is ``ops.add(a, b)``), so rules
+written with operators emit IR. Named methods come from one table,
+``METHODS``: ops declare theirs (``methods=("sum",)``) and the user
+namespace adds the methods written as composites (``x.var()``).
+
+NumPy's own functions (``np.exp(x)``, ``np.sum(x)``) reach the user
+namespace through ``__array_ufunc__`` and ``__array_function__``, looked up
+in ``NUMPY_FUNCTIONS``, which ``chainrule.numpy`` fills when it is imported.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from .. import ops
 from ..errors import ConcretizationError, TraceError
 
 _UFUNC_NAMES = {"true_divide": "divide", "absolute": "abs", "rint": "round"}
 
-
-_CNP = []
-
-
-def _cnp():
-    """chainrule.numpy, imported on first use (it imports this layer's users)."""
-    if not _CNP:
-        from .. import numpy as cnp
-
-        _CNP.append(cnp)
-    return _CNP[0]
+# method name -> function(self, *args, **kwargs)
+METHODS: dict[str, Callable] = {}
+# NumPy function name -> the chainrule.numpy function that implements it
+NUMPY_FUNCTIONS: dict[str, Callable] = {}
 
 
 class ArrayMethods:
@@ -43,7 +43,7 @@ class ArrayMethods:
 
     @property
     def T(self):  # noqa: N802
-        return _cnp().transpose(self)
+        return ops.permute_dims(self)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -80,139 +80,97 @@ class ArrayMethods:
 
     # -- arithmetic ----------------------------------------------------------------
     def __add__(self, o):
-        return _cnp().add(self, o)
+        return ops.add(self, o)
 
     def __radd__(self, o):
-        return _cnp().add(o, self)
+        return ops.add(o, self)
 
     def __sub__(self, o):
-        return _cnp().subtract(self, o)
+        return ops.subtract(self, o)
 
     def __rsub__(self, o):
-        return _cnp().subtract(o, self)
+        return ops.subtract(o, self)
 
     def __mul__(self, o):
-        return _cnp().multiply(self, o)
+        return ops.multiply(self, o)
 
     def __rmul__(self, o):
-        return _cnp().multiply(o, self)
+        return ops.multiply(o, self)
 
     def __truediv__(self, o):
-        return _cnp().divide(self, o)
+        return ops.divide(self, o)
 
     def __rtruediv__(self, o):
-        return _cnp().divide(o, self)
+        return ops.divide(o, self)
 
     def __pow__(self, o):
-        return _cnp().power(self, o)
+        return ops.power(self, o)
 
     def __rpow__(self, o):
-        return _cnp().power(o, self)
+        return ops.power(o, self)
 
     def __matmul__(self, o):
-        return _cnp().matmul(self, o)
+        return ops.matmul(self, o)
 
     def __rmatmul__(self, o):
-        return _cnp().matmul(o, self)
+        return ops.matmul(o, self)
 
     def __neg__(self):
-        return _cnp().negative(self)
+        return ops.negative(self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return _cnp().abs(self)
+        return ops.abs(self)
 
     def __lt__(self, o):
-        return _cnp().less(self, o)
+        return ops.less(self, o)
 
     def __le__(self, o):
-        return _cnp().less_equal(self, o)
+        return ops.less_equal(self, o)
 
     def __gt__(self, o):
-        return _cnp().greater(self, o)
+        return ops.greater(self, o)
 
     def __ge__(self, o):
-        return _cnp().greater_equal(self, o)
+        return ops.greater_equal(self, o)
 
     def __eq__(self, o):  # noqa: D105
-        return _cnp().equal(self, o)
+        return ops.equal(self, o)
 
     def __ne__(self, o):
-        return _cnp().not_equal(self, o)
+        return ops.not_equal(self, o)
 
     __hash__ = object.__hash__
 
     def __and__(self, o):
-        return _cnp().logical_and(self, o)
+        return ops.logical_and(self, o)
 
     def __rand__(self, o):
-        return _cnp().logical_and(o, self)
+        return ops.logical_and(o, self)
 
     def __or__(self, o):
-        return _cnp().logical_or(self, o)
+        return ops.logical_or(self, o)
 
     def __ror__(self, o):
-        return _cnp().logical_or(o, self)
+        return ops.logical_or(o, self)
 
     def __invert__(self):
-        return _cnp().logical_not(self)
+        return ops.logical_not(self)
 
     def __getitem__(self, key):
-        return _cnp().getitem(self, key)
+        return ops.getitem(self, key)
 
-    # -- methods -------------------------------------------------------------------
-    def reshape(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return _cnp().reshape(self, shape)
-
-    def transpose(self, *axes):
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
-        return _cnp().transpose(self, axes or None)
-
-    def sum(self, axis=None, keepdims=False):
-        return _cnp().sum(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        return _cnp().mean(self, axis=axis, keepdims=keepdims)
-
-    def max(self, axis=None, keepdims=False):
-        return _cnp().max(self, axis=axis, keepdims=keepdims)
-
-    def min(self, axis=None, keepdims=False):
-        return _cnp().min(self, axis=axis, keepdims=keepdims)
-
-    def prod(self, axis=None, keepdims=False):
-        return _cnp().prod(self, axis=axis, keepdims=keepdims)
-
-    def argmax(self, axis=None, keepdims=False):
-        return _cnp().argmax(self, axis=axis, keepdims=keepdims)
-
-    def argmin(self, axis=None, keepdims=False):
-        return _cnp().argmin(self, axis=axis, keepdims=keepdims)
-
-    def cumsum(self, axis=None):
-        return _cnp().cumsum(self, axis=axis)
-
-    def astype(self, dtype):
-        return _cnp().astype(self, dtype)
-
-    def dot(self, o):
-        return _cnp().dot(self, o)
-
-    def squeeze(self, axis=None):
-        return _cnp().squeeze(self, axis)
-
-    def ravel(self):
-        return _cnp().reshape(self, (-1,))
-
-    flatten = ravel
-
-    def clip(self, a_min=None, a_max=None):
-        return _cnp().clip(self, a_min, a_max)
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        install_op_methods()  # methods of ops registered since (user ops)
+        method = METHODS.get(name)
+        if method is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}; array "
+                                 f"methods are: {', '.join(sorted(METHODS))}")
+        return method.__get__(self, type(self))
 
     # -- NumPy interoperability -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -220,14 +178,48 @@ class ArrayMethods:
             raise TraceError(f"np.{ufunc.__name__}.{method} with {sorted(kwargs)} is not "
                              f"supported on chainrule values")
         name = _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__)
-        fn = getattr(_cnp(), name, None)
+        fn = NUMPY_FUNCTIONS.get(name)
         if fn is None:
             raise TraceError(f"np.{ufunc.__name__} is not supported on chainrule values")
         return fn(*inputs)
 
     def __array_function__(self, func, types, args, kwargs):
-        fn = getattr(_cnp(), func.__name__, None)
+        fn = NUMPY_FUNCTIONS.get(func.__name__)
         if fn is None:
             raise TraceError(f"np.{func.__name__} is not supported on chainrule values; "
                              f"see chainrule.numpy for what is")
         return fn(*args, **kwargs)
+
+
+def array_method(name: str, fn: Callable | None = None):
+    """Register ``fn(self, ...)`` as the array method ``name`` of traced values and tape
+    tensors (usable as a decorator)."""
+
+    def register(f):
+        if not name.isidentifier() or name.startswith("__"):
+            raise TraceError(f"array_method: {name!r} is not a method name")
+        METHODS[name] = f
+        setattr(ArrayMethods, name, f)
+        return f
+
+    return register if fn is None else register(fn)
+
+
+def _op_method(op):
+    def method(self, *args, **kwargs):
+        return op(self, *args, **kwargs)
+
+    method.__name__ = op.name
+    method.__doc__ = op.doc or f"The ``{op.name}`` op applied to this array."
+    return method
+
+
+def install_op_methods() -> None:
+    """Methods of every registered op that declares some (idempotent)."""
+    for op in ops.OPS.values():
+        for name in op.methods:
+            if name not in METHODS:
+                array_method(name, _op_method(op))
+
+
+install_op_methods()

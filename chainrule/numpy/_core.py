@@ -1,0 +1,228 @@
+"""The user namespace's own functions: NumPy signatures over the ops (adapters)
+and composites written with ops, so they differentiate for free.
+
+Functions that apply one op as declared (``exp``, ``sum``, ``where``, ...)
+are not here: ``chainrule.numpy`` makes them from the op registry.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as _np
+
+from .. import ops as _ops
+from ..emit.methods import array_method
+from ..ir.op import is_dispatched as _is_dispatched
+
+# dtypes and constants, as in NumPy
+float16, float32, float64 = _np.float16, _np.float32, _np.float64
+int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
+uint8, bool_ = _np.uint8, _np.bool_
+pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
+ndarray = _np.ndarray
+
+
+def _shape(x) -> tuple:
+    return tuple(x.shape) if hasattr(x, "shape") else _np.shape(x)
+
+
+def _method(name):
+    """Also register the decorated function as the array method ``name``."""
+
+    def deco(fn):
+        array_method(name, fn)
+        return fn
+
+    return deco
+
+
+# -- elementwise composites ---------------------------------------------------------------
+@_method("clip")
+def clip(x, a_min=None, a_max=None):
+    if a_min is not None:
+        x = _ops.maximum(x, a_min)
+    if a_max is not None:
+        x = _ops.minimum(x, a_max)
+    return x
+
+
+def log_sigmoid(x):
+    """log(sigmoid(x)) without overflow: -softplus(-x)."""
+    return _ops.negative(softplus(_ops.negative(x)))
+
+
+def softplus(x):
+    """log(1 + exp(x)), stable: max(x, 0) + log1p(exp(-|x|))."""
+    return _ops.add(_ops.relu(x), _ops.log1p(_ops.exp(_ops.negative(_ops.abs(x)))))
+
+
+# -- reductions and scans -----------------------------------------------------------------
+@_method("cumsum")
+def cumsum(x, axis=None):
+    if axis is None:
+        x, axis = _ops.reshape(x, (-1,)), 0
+    return _ops.cumsum(x, axis=axis)
+
+
+@_method("cumprod")
+def cumprod(x, axis=None):
+    """Inclusive product scan; on traced values a log-depth (Hillis-Steele) scan of
+    multiplies, so every derivative order is exact even where x is zero."""
+    if axis is None:
+        x, axis = _ops.reshape(x, (-1,)), 0
+    if not _is_dispatched(x):
+        return _np.cumprod(x, axis=axis)
+    return _ops.prefix_product(x, axis)
+
+
+def prefix_product(x, axis, exclusive=False):
+    return _ops.prefix_product(x, axis, exclusive)
+
+
+@_method("var")
+def var(x, axis=None, keepdims=False, ddof=0):
+    centered = _ops.subtract(x, _ops.mean(x, axis=axis, keepdims=True))
+    sq = _ops.sum(_ops.multiply(centered, centered), axis=axis, keepdims=keepdims)
+    n = _reduced_count(_shape(x), axis)
+    return _ops.divide(sq, n - ddof)
+
+
+@_method("std")
+def std(x, axis=None, keepdims=False, ddof=0):
+    return _ops.sqrt(var(x, axis=axis, keepdims=keepdims, ddof=ddof))
+
+
+def _reduced_count(shape, axis) -> int:
+    if axis is None:
+        return int(_np.prod(shape, dtype=_np.int64))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    return int(_np.prod([shape[a] for a in axes], dtype=_np.int64))
+
+
+# -- shapes -----------------------------------------------------------------------------
+@_method("reshape")
+def _reshape_method(self, *shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return _ops.reshape(self, shape=shape)
+
+
+@_method("ravel")
+def ravel(x):
+    return _ops.reshape(x, (-1,))
+
+
+array_method("flatten", ravel)
+
+
+def transpose(x, axes=None):
+    return _ops.permute_dims(x, axes=None if axes is None else tuple(axes))
+
+
+@_method("transpose")
+def _transpose_method(self, *axes):
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    return transpose(self, axes or None)
+
+
+@_method("swapaxes")
+def swapaxes(x, axis1, axis2):
+    n = len(_shape(x))
+    axes = list(range(n))
+    a, b = axis1 % n, axis2 % n
+    axes[a], axes[b] = axes[b], axes[a]
+    return _ops.permute_dims(x, axes=tuple(axes))
+
+
+def moveaxis(x, source, destination):
+    n = len(_shape(x))
+    order = [i for i in range(n) if i != source % n]
+    order.insert(destination % n, source % n)
+    return _ops.permute_dims(x, axes=tuple(order))
+
+
+def concatenate(arrays, axis=0):
+    return _ops.concatenate(*arrays, axis=axis)
+
+
+def stack(arrays, axis=0):
+    return concatenate([_ops.expand_dims(a, axis) for a in arrays], axis=axis)
+
+
+def split(x, indices_or_sections, axis=0):
+    if isinstance(indices_or_sections, list):
+        indices_or_sections = tuple(indices_or_sections)
+    return list(_ops.split(x, indices_or_sections=indices_or_sections, axis=axis))
+
+
+# -- linear algebra ---------------------------------------------------------------------
+@_method("dot")
+def dot(a, b):
+    if len(_shape(a)) == 0 or len(_shape(b)) == 0:
+        return _ops.multiply(a, b)
+    return _ops.matmul(a, b)
+
+
+def outer(a, b):
+    return _ops.multiply(_ops.reshape(a, (-1, 1)), _ops.reshape(b, (1, -1)))
+
+
+def inner(a, b):
+    return _ops.sum(_ops.multiply(a, b), axis=-1)
+
+
+# -- creation ---------------------------------------------------------------------------
+arange, linspace, eye = _np.arange, _np.linspace, _np.eye
+
+
+def array(x, dtype=None):
+    if _is_dispatched(x):
+        return x if dtype is None else _ops.astype(x, dtype=dtype)
+    if isinstance(x, (list, tuple)) and builtins.any(_is_dispatched(e) for e in x):
+        return stack([asarray(e) for e in x])
+    return _np.array(x, dtype)
+
+
+def asarray(x, dtype=None):
+    return array(x, dtype)
+
+
+# -- indexing ---------------------------------------------------------------------------
+getitem = _ops.getitem
+
+
+def take(x, indices, axis=None):
+    if axis is None:
+        x, axis = _ops.reshape(x, (-1,)), 0
+    axis = axis % len(_shape(x))
+    return getitem(x, (slice(None),) * axis + (indices,))
+
+
+def take_along_axis(x, indices, axis):
+    shape = _shape(x)
+    axis = axis % len(shape)
+    key = []
+    for i in range(len(shape)):
+        if i == axis:
+            key.append(indices)
+        else:
+            ix_shape = [1] * len(shape)
+            ix_shape[i] = shape[i]
+            key.append(_np.arange(shape[i]).reshape(ix_shape))
+    return getitem(x, tuple(key))
+
+
+# -- static facts ------------------------------------------------------------------------
+def shape(x) -> tuple:
+    """The static shape (also of traced values and tape tensors)."""
+    return _shape(x)
+
+
+def ndim(x) -> int:
+    return len(_shape(x))
+
+
+def size(x) -> int:
+    return int(_np.prod(_shape(x), dtype=_np.int64))

@@ -1,0 +1,38 @@
+"""Functions of several ops that rules and the user namespace both need.
+
+They are written with op calls only, so they compute on arrays, emit IR on
+traced values and record on tape tensors, and differentiate to any order.
+
+>>> import numpy as np
+>>> prefix_product(np.array([1.0, 2.0, 3.0, 4.0]), 0)
+array([ 1.,  2.,  6., 24.])
+"""
+
+from __future__ import annotations
+
+from ..ir.indexing import Slice
+from .elementwise import multiply
+from .indexing import index
+from .shape import concatenate, ones_like
+
+
+def _part(x, axis: int, lo, hi):
+    full = Slice(None, None, None)
+    return index(x, key=(full,) * axis + (Slice(lo, hi, None),))
+
+
+def prefix_product(x, axis: int, exclusive: bool = False):
+    """The inclusive (or exclusive) product scan along ``axis``: a log-depth
+    (Hillis-Steele) scan of multiplies, so every derivative order is exact
+    even where ``x`` has zeros."""
+    shape = x.shape
+    axis = axis % len(shape)
+    n = shape[axis]
+    d = 1
+    while d < n:
+        x = concatenate(_part(x, axis, 0, d),
+                        multiply(_part(x, axis, d, None), _part(x, axis, 0, n - d)), axis=axis)
+        d *= 2
+    if exclusive:
+        x = concatenate(ones_like(_part(x, axis, 0, 1)), _part(x, axis, 0, n - 1), axis=axis)
+    return x

@@ -1,0 +1,249 @@
+"""Rules of the elementwise ops: each op's VJP and JVP side by side, the math
+in each docstring. ``g`` is the output's cotangent, ``z`` the output, ``t``
+an operand's tangent."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops
+from .registry import jvp_rule, vjp_rule
+
+
+# -- arithmetic ---------------------------------------------------------------------
+@vjp_rule(ops.add)
+def add_vjp(z, g, x, y):
+    """z = x + y;  dx = g;  dy = g"""
+    return g, g
+
+
+@jvp_rule(ops.add)
+def add_jvp(z, x, y):
+    """z = x + y;  dz = dx + dy"""
+    return (lambda t: t), (lambda t: t)
+
+
+@vjp_rule(ops.subtract)
+def subtract_vjp(z, g, x, y):
+    """z = x - y;  dx = g;  dy = -g"""
+    return g, -g
+
+
+@jvp_rule(ops.subtract)
+def subtract_jvp(z, x, y):
+    """z = x - y;  dz = dx - dy"""
+    return (lambda t: t), (lambda t: -t)
+
+
+@vjp_rule(ops.multiply)
+def multiply_vjp(z, g, x, y):
+    """z = x * y;  dx = g * y;  dy = g * x"""
+    return g * y, g * x
+
+
+@jvp_rule(ops.multiply)
+def multiply_jvp(z, x, y):
+    """z = x * y;  dz = dx * y + x * dy"""
+    return (lambda t: t * y), (lambda t: x * t)
+
+
+@vjp_rule(ops.divide)
+def divide_vjp(z, g, x, y):
+    """z = x / y;  dx = g / y;  dy = -g * z / y"""
+    gx = g / y
+    return gx, -gx * z
+
+
+@jvp_rule(ops.divide)
+def divide_jvp(z, x, y):
+    """z = x / y;  dz = dx / y - dy * z / y"""
+    return (lambda t: t / y), (lambda t: -t * (z / y))
+
+
+def _small_integer_power(y):
+    return isinstance(y, np.ndarray) and y.ndim == 0 and y in (1, 2)
+
+
+def _log_or_zero(x, positive):
+    """log(x) where x > 0, else 0 (the y-derivative of x ** y there)"""
+    return ops.where(positive, ops.log(ops.where(positive, x, 1)), 0)
+
+
+@vjp_rule(ops.power)
+def power_vjp(z, g, x, y):
+    """z = x ** y;  dx = g * y * x ** (y - 1);  dy = g * z * log(x)  (0 where x <= 0)"""
+    if _small_integer_power(y):
+        return (g if y == 1 else g * (2 * x)), None
+    dx = g * y * x ** (y - 1)
+    positive = x > 0
+    return dx, g * z * _log_or_zero(x, positive)
+
+
+@jvp_rule(ops.power)
+def power_jvp(z, x, y):
+    """z = x ** y;  dz = dx * y * x ** (y - 1) + dy * z * log(x)  (log term 0 where x <= 0)"""
+    if _small_integer_power(y):
+        return (lambda t: t if y == 1 else t * (2 * x)), None
+    positive = x > 0
+    return (lambda t: t * (y * x ** (y - 1))), (lambda t: t * (z * _log_or_zero(x, positive)))
+
+
+def _extremum_vjp(g, x, y, first):
+    shared = ops.where(x == y, g * 0.5, g)
+    if first:
+        return ops.where(x >= y, shared, 0), ops.where(x <= y, shared, 0)
+    return ops.where(x <= y, shared, 0), ops.where(x >= y, shared, 0)
+
+
+def _extremum_jvp(x, y, first_wins_on):
+    def dx(t):
+        return ops.where(x == y, t * 0.5, ops.where(first_wins_on, t, 0))
+
+    def dy(t):
+        return ops.where(x == y, t * 0.5, ops.where(first_wins_on, 0, t))
+
+    return dx, dy
+
+
+@vjp_rule(ops.maximum)
+def maximum_vjp(z, g, x, y):
+    """z = max(x, y);  dx = g where x > y;  dy = g where y > x;  ties split g evenly"""
+    return _extremum_vjp(g, x, y, first=True)
+
+
+@jvp_rule(ops.maximum)
+def maximum_jvp(z, x, y):
+    """z = max(x, y);  dz = dx where x > y, dy where y > x, their mean on ties"""
+    return _extremum_jvp(x, y, x > y)
+
+
+@vjp_rule(ops.minimum)
+def minimum_vjp(z, g, x, y):
+    """z = min(x, y);  dx = g where x < y;  dy = g where y < x;  ties split g evenly"""
+    return _extremum_vjp(g, x, y, first=False)
+
+
+@jvp_rule(ops.minimum)
+def minimum_jvp(z, x, y):
+    """z = min(x, y);  dz = dx where x < y, dy where y < x, their mean on ties"""
+    return _extremum_jvp(x, y, x < y)
+
+
+@vjp_rule(ops.negative)
+def negative_vjp(z, g, x):
+    """z = -x;  dx = -g"""
+    return (-g,)
+
+
+@jvp_rule(ops.negative)
+def negative_jvp(z, x):
+    """z = -x;  dz = -dx"""
+    return (lambda t: -t,)
+
+
+# -- unary functions: dz = dx * f'(x), dx = g * f'(x) -----------------------------------
+def _scale(op, factor, doc: str):
+    """Rules of z = f(x) with f'(x) = factor(z, x): dx = g * f'(x);  dz = dx * f'(x)."""
+
+    def vjp(z, g, x):
+        return (g * factor(z, x),)
+
+    def jvp(z, x):
+        return (lambda t: t * factor(z, x),)
+
+    vjp.__doc__ = jvp.__doc__ = doc
+    vjp_rule(op)(vjp)
+    jvp_rule(op)(jvp)
+
+
+def _divide_by(op, divisor, doc: str):
+    """Rules of z = f(x) with f'(x) = 1 / divisor(z, x)."""
+
+    def vjp(z, g, x):
+        return (g / divisor(z, x),)
+
+    def jvp(z, x):
+        return (lambda t: t / divisor(z, x),)
+
+    vjp.__doc__ = jvp.__doc__ = doc
+    vjp_rule(op)(vjp)
+    jvp_rule(op)(jvp)
+
+
+_scale(ops.abs, lambda z, x: ops.sign(x), "z = |x|;  f'(x) = sign(x)")
+_scale(ops.square, lambda z, x: 2 * x, "z = x^2;  f'(x) = 2 x")
+_scale(ops.exp, lambda z, x: z, "z = exp(x);  f'(x) = z")
+_scale(ops.expm1, lambda z, x: z + 1, "z = exp(x) - 1;  f'(x) = z + 1")
+_scale(ops.sin, lambda z, x: ops.cos(x), "z = sin(x);  f'(x) = cos(x)")
+_scale(ops.tan, lambda z, x: 1 + z * z, "z = tan(x);  f'(x) = 1 + z^2")
+_scale(ops.tanh, lambda z, x: 1 - z * z, "z = tanh(x);  f'(x) = 1 - z^2")
+_scale(ops.sigmoid, lambda z, x: z * (1 - z), "z = sigmoid(x);  f'(x) = z (1 - z)")
+_divide_by(ops.log, lambda z, x: x, "z = log(x);  f'(x) = 1 / x")
+_divide_by(ops.log1p, lambda z, x: 1 + x, "z = log(1 + x);  f'(x) = 1 / (1 + x)")
+_divide_by(ops.arctan, lambda z, x: 1 + x * x, "z = arctan(x);  f'(x) = 1 / (1 + x^2)")
+_divide_by(ops.sqrt, lambda z, x: 2 * z, "z = sqrt(x);  f'(x) = 1 / (2 z)")
+
+
+@vjp_rule(ops.reciprocal)
+def reciprocal_vjp(z, g, x):
+    """z = 1 / x;  dx = -g z^2"""
+    return (-g * (z * z),)
+
+
+@jvp_rule(ops.reciprocal)
+def reciprocal_jvp(z, x):
+    """z = 1 / x;  dz = -dx z^2"""
+    return (lambda t: t * -(z * z),)
+
+
+@vjp_rule(ops.cos)
+def cos_vjp(z, g, x):
+    """z = cos(x);  dx = -g * sin(x)"""
+    return (-g * ops.sin(x),)
+
+
+@jvp_rule(ops.cos)
+def cos_jvp(z, x):
+    """z = cos(x);  dz = -dx * sin(x)"""
+    return (lambda t: t * -ops.sin(x),)
+
+
+@vjp_rule(ops.relu)
+def relu_vjp(z, g, x):
+    """z = max(x, 0);  dx = g where x > 0, else 0"""
+    return (ops.where(x > 0, g, 0),)
+
+
+@jvp_rule(ops.relu)
+def relu_jvp(z, x):
+    """z = max(x, 0);  dz = dx where x > 0"""
+    return (lambda t: ops.where(x > 0, t, 0),)
+
+
+# -- selection and casts ------------------------------------------------------------
+@vjp_rule(ops.where)
+def where_vjp(z, g, c, x, y):
+    """z = where(c, x, y);  dx = g where c;  dy = g where not c"""
+    return None, ops.where(c, g, 0), ops.where(c, 0, g)
+
+
+@jvp_rule(ops.where)
+def where_jvp(z, c, x, y):
+    """z = where(c, x, y);  dz = where(c, dx, dy)"""
+    return None, (lambda t: ops.where(c, t, 0)), (lambda t: ops.where(c, 0, t))
+
+
+@vjp_rule(ops.astype)
+def astype_vjp(z, g, x, dtype):
+    """z = x as dtype;  dx = g as x's dtype (none for integer x)"""
+    if not np.issubdtype(x.dtype, np.inexact):
+        return (None,)
+    return (ops.astype(g, x.dtype),)
+
+
+@jvp_rule(ops.astype)
+def astype_jvp(z, x, dtype):
+    """z = x as dtype;  dz = dx as dtype (zero for integer results)"""
+    if not dtype.is_float:
+        return (None,)
+    return (lambda t: ops.astype(t, dtype),)

@@ -1,0 +1,107 @@
+"""Rules of the reductions, scans and the softmax family, VJP and JVP side by
+side. Reduced cotangents are reshaped to broadcast against the operand
+(``expand_reduced``)."""
+
+from __future__ import annotations
+
+from .. import ops
+from .common import expand_reduced, linear_self, prod_others, reduced_count
+from .registry import jvp_rule, vjp_rule
+
+
+@vjp_rule(ops.sum)
+def sum_vjp(z, g, x, axis, keepdims):
+    """z = sum(x, axis);  dx = broadcast(g) over the summed axes"""
+    return (ops.broadcast_to(expand_reduced(g, x.shape, axis, keepdims), x.shape),)
+
+
+@vjp_rule(ops.mean)
+def mean_vjp(z, g, x, axis, keepdims):
+    """z = mean(x, axis);  dx = broadcast(g) / n"""
+    n = reduced_count(x.shape, axis)
+    return (ops.broadcast_to(expand_reduced(g, x.shape, axis, keepdims) / n, x.shape),)
+
+
+jvp_rule(ops.sum)(linear_self(ops.sum))
+jvp_rule(ops.mean)(linear_self(ops.mean))
+
+
+def extremum_vjp(z, g, x, axis, keepdims):
+    """z = max(x, axis);  dx = g at the positions equal to the extremum, shared evenly
+    among ties"""
+    hit = ops.astype(x == expand_reduced(z, x.shape, axis, keepdims), g.dtype)
+    share = expand_reduced(g, x.shape, axis, keepdims) / ops.sum(hit, axis=axis, keepdims=True)
+    return (share * hit,)
+
+
+def extremum_jvp(z, x, axis, keepdims):
+    """z = max(x, axis);  dz = sum(dx * hit / count(hit), axis)  (ties share)"""
+    hit = ops.astype(x == expand_reduced(z, x.shape, axis, keepdims), x.dtype)
+    weight = hit / ops.sum(hit, axis=axis, keepdims=True)
+    return (lambda t: ops.sum(t * weight, axis=axis, keepdims=keepdims),)
+
+
+for _op in (ops.max, ops.min):
+    vjp_rule(_op)(extremum_vjp)
+    jvp_rule(_op)(extremum_jvp)
+
+
+@vjp_rule(ops.prod)
+def prod_vjp(z, g, x, axis, keepdims):
+    """z = prod(x, axis);  dx_i = g * prod_{j != i} x_j"""
+    return (expand_reduced(g, x.shape, axis, keepdims) * prod_others(x, axis),)
+
+
+@jvp_rule(ops.prod)
+def prod_jvp(z, x, axis, keepdims):
+    """z = prod(x, axis);  dz = sum(dx * prod_{j != i} x_j, axis)"""
+    others = prod_others(x, axis)
+    return (lambda t: ops.sum(t * others, axis=axis, keepdims=keepdims),)
+
+
+@vjp_rule(ops.cumsum)
+def cumsum_vjp(z, g, x, axis, reverse):
+    """z = cumsum(x, axis);  dx = reverse cumsum of g"""
+    return (ops.cumsum(g, axis=axis, reverse=not reverse),)
+
+
+jvp_rule(ops.cumsum)(linear_self(ops.cumsum))
+
+
+@vjp_rule(ops.logsumexp)
+def logsumexp_vjp(z, g, x, axis, keepdims):
+    """z = log(sum(exp(x), axis));  dx = g * exp(x - z)"""
+    zz = expand_reduced(z, x.shape, axis, keepdims)
+    return (expand_reduced(g, x.shape, axis, keepdims) * ops.exp(x - zz),)
+
+
+@jvp_rule(ops.logsumexp)
+def logsumexp_jvp(z, x, axis, keepdims):
+    """z = logsumexp(x);  dz = sum(dx * exp(x - z), axis)"""
+    p = ops.exp(x - expand_reduced(z, x.shape, axis, keepdims))
+    return (lambda t: ops.sum(t * p, axis=axis, keepdims=keepdims),)
+
+
+@vjp_rule(ops.softmax)
+def softmax_vjp(z, g, x, axis):
+    """z = softmax(x);  dx = z * (g - sum(g * z, axis))"""
+    return (z * (g - ops.sum(g * z, axis=axis, keepdims=True)),)
+
+
+@jvp_rule(ops.softmax)
+def softmax_jvp(z, x, axis):
+    """z = softmax(x);  dz = z * (dx - sum(dx * z, axis))"""
+    return (lambda t: z * (t - ops.sum(t * z, axis=axis, keepdims=True)),)
+
+
+@vjp_rule(ops.log_softmax)
+def log_softmax_vjp(z, g, x, axis):
+    """z = log_softmax(x);  dx = g - exp(z) * sum(g, axis)"""
+    return (g - ops.exp(z) * ops.sum(g, axis=axis, keepdims=True),)
+
+
+@jvp_rule(ops.log_softmax)
+def log_softmax_jvp(z, x, axis):
+    """z = log_softmax(x);  dz = dx - sum(dx * exp(z), axis)"""
+    p = ops.exp(z)
+    return (lambda t: t - ops.sum(t * p, axis=axis, keepdims=True),)

@@ -1,0 +1,386 @@
+"""The machinery of the ``gradient`` pass: one ``Sweep`` per differentiated
+block (its forward copy, then its reverse sweep), the backward handlers of
+straight-line bindings, and ``<g>_vjp`` functions for called module functions.
+
+The dispatch tables (which handler runs for a binding's kind, which forward
+rewrite for control flow) are built in ``gradient.py`` and handed to the
+``Context``; ``gradient_control.py`` provides the handlers of ``If`` and
+``While``. Nothing here imports either module.
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+
+from ..emit.trace import Trace, Traced
+from ..errors import CompiledHigherOrderError, GradientError, NoRuleError
+from ..ir.builder import Builder
+from ..ir.nodes import (
+    Binding,
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    Module,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from ..ir.op import Op
+from ..ir.types import FuncType, TensorType, TupleType, Type, has_float
+from ..ir.visitor import Mutator, substitute_vars, vars_used
+from ..ops.stack import STACK_OPS
+from ..rules import VJP, has_vjp
+from .adjoint import Adjoints, prune
+
+# -- relevance ---------------------------------------------------------------------------
+
+
+def relevant_vars(bindings, sources, targets) -> set[Var]:
+    """Variables that depend on a source and that a target depends on (the rest
+    is the seed's "irrelevant parts")."""
+    needs = set(sources)
+    for b in bindings:
+        if has_float(b.var.type) and any(v in needs for v in vars_used(b.value)):
+            needs.add(b.var)
+    reaches = {t for t in targets if isinstance(t, Var)}
+    for b in reversed(bindings):
+        if b.var in reaches:
+            reaches.update(vars_used(b.value))
+    return needs & reaches
+
+
+def missing_rules(bindings, relevant) -> list[str]:
+    missing = {}
+    for b in bindings:
+        v = b.value
+        if b.var in relevant and isinstance(v, Call) and isinstance(v.callee, Op):
+            if not has_vjp(v.callee):
+                missing.setdefault(v.callee.name, []).append(b.var.name)
+    return [f"{op} (at {', '.join(vs[:3])}{'...' if len(vs) > 3 else ''})"
+            for op, vs in missing.items()]
+
+
+def _refuse_closures(bindings, relevant, mode: str) -> None:
+    """Closures and stacks in the differentiated part: a derivative program of
+    control flow, which this pass does not differentiate again (yet)."""
+    for b in bindings:
+        v = b.value
+        if (relevant is None or b.var in relevant) and isinstance(v, (Call, Function)) and (
+                isinstance(v, Function) or isinstance(v.callee, Var)
+                or v.callee in STACK_OPS):
+            raise CompiledHigherOrderError(
+                f"{mode} mode of a program that holds closures or a stack ({b.var.name}): "
+                f"this is a derivative of a loop or branch, and differentiating it again is "
+                f"not compiled yet; grad/value_and_grad/vjp run such higher-order "
+                f"derivatives on the tape instead")
+
+
+def float_params(fn: Function) -> list[Var]:
+    return [p for p in fn.params if has_float(p.type)]
+
+
+def vjp_type(fn: Function) -> FuncType:
+    """``g_vjp``: the same parameters -> (result, pullback: dresult -> dparams)."""
+    back = FuncType([fn.ret_type], TupleType([p.type for p in float_params(fn)]))
+    return FuncType([p.type for p in fn.params], TupleType([fn.ret_type, back]))
+
+
+# -- the pass ----------------------------------------------------------------------------
+
+
+class Context:
+    """What one gradient request shares across its sweeps: the generated functions
+    (``<g>_vjp``), the dispatch tables, and the names chosen for adjoints.
+
+    ``backward`` maps a binding value's type to its backward handler
+    ``handler(sweep, binding, msg)``; ``forward_rewrites`` maps a value type to
+    ``rewrite(sweep, binding)`` for relevant control flow on the forward sweep.
+    """
+
+    def __init__(self, module: Module, backward: dict, forward_rewrites: dict):
+        self.module = module
+        self.backward = backward
+        self.forward_rewrites = forward_rewrites
+        self.generated: dict[str, Function] = {}
+        self.types: dict[str, FuncType] = {}
+        self.forward_vars: set[Var] = set()  # copies of forward values: never renamed
+        # an emitted variable -> the same value under its name as an adjoint
+        self.named: dict[Var, Var] = {}
+
+    def finish(self, fn: Function) -> Function:
+        """``fn`` with the adjoint names chosen during the sweeps given to its variables."""
+        return substitute_vars(fn, self.named)
+
+    def vjp_name(self, name: str) -> str:
+        vname = f"{name}_vjp"
+        if vname not in self.types:
+            if vname in self.module.functions:
+                raise GradientError(f"the module already has a function named {vname}")
+            self.types[vname] = vjp_type(self.module[name])
+            self.generated[vname] = None  # reserve: recursion refers to it while it is built
+            self.generated[vname] = self.finish(build_vjp_function(self, name))
+        return vname
+
+    def new_trace(self, n_bindings: int) -> Trace:
+        # fresh temporaries are numbered past the forward's, so names rarely collide
+        return Trace(builder=Builder(self.module, self.types, temp_start=n_bindings))
+
+
+class ForwardCopy(Mutator):
+    """The forward sweep's copy: relevant calls of module functions become vjp
+    calls, relevant control flow is rewritten (gradient_control.py)."""
+
+    sweep: Sweep
+
+    def rewrite(self, binding):
+        sweep, v = self.sweep, binding.value
+        if binding.var in sweep.relevant:
+            special = sweep.ctx.forward_rewrites.get(type(v))
+            if special is not None:
+                return special(sweep, binding)
+            if (isinstance(v, Call) and isinstance(v.callee, GlobalVar)
+                    and sweep.ctx.module[v.callee.name].attrs.get("checkpoint")):
+                # store only the inputs; the backward sweep recomputes the rest
+                return super().rewrite(binding)
+            if isinstance(v, Call) and isinstance(v.callee, GlobalVar):
+                vname = sweep.ctx.vjp_name(v.callee.name)
+                pair = sweep.b.emit(Call(GlobalVar(vname), [self.atom(a) for a in v.args]),
+                                    f"{binding.var.name}_vjp")
+                sweep.pullbacks[binding.var] = sweep.b.emit(
+                    TupleGetItem(pair, 1), f"{binding.var.name}_pullback")
+                return TupleGetItem(pair, 0)
+            if isinstance(v, Call) and isinstance(v.callee, Var):
+                raise GradientError(
+                    f"{binding.var.name}: differentiating calls of local function values "
+                    f"({v.callee.name}) is not supported yet; define it at module level")
+        return super().rewrite(binding)
+
+
+class Sweep:
+    """One block differentiated: its forward copy, then its reverse sweep.
+
+    ``inputs`` are the old variables whose adjoints the sweep returns (a
+    function's parameters, or the free variables of a branch or loop body).
+    Nested sweeps (branches, loop bodies) share the trace and the copy's
+    substitution of their parent.
+    """
+
+    def __init__(self, ctx: Context, bindings, result, inputs, sources, targets,
+                 trace: Trace | None = None, parent: Sweep | None = None):
+        self.ctx = ctx
+        self.bindings = list(bindings)
+        self.result = result
+        self.inputs = list(inputs)
+        self.trace = trace or ctx.new_trace(len(self.bindings))
+        self.b = self.trace.builder
+        self.adj = Adjoints(self.trace)
+        self.relevant = relevant_vars(self.bindings, sources, targets)
+        self.pullbacks: dict[Var, Var] = {}
+        self.extra: dict[Var, object] = {}  # per-binding data for backward handlers
+        self.parent = parent
+        _refuse_closures(self.bindings, self.relevant, "reverse")
+        missing = missing_rules(self.bindings, self.relevant)
+        if missing:
+            raise NoRuleError("no VJP rule for: " + "; ".join(missing) +
+                              " (register one with chainrule.rules.register_vjp)")
+        self.copy = self._make_copy()
+
+    def wants(self, v: Var) -> bool:
+        return v in self.relevant
+
+    # forward -------------------------------------------------------------------------
+    def _make_copy(self) -> Mutator:
+        copy = ForwardCopy(self.ctx.module)
+        copy.sweep = self
+        copy.builder = self.b
+        if self.parent is not None:
+            self.local = {}
+            copy.subst = ChainMap(self.local, self.parent.copy.subst)
+        else:
+            self.local = copy.subst
+        return copy
+
+    def bind_inputs(self, new_inputs) -> None:
+        for old, new in zip(self.inputs, new_inputs):
+            self.copy.subst[old] = new
+
+    def forward(self, bindings=None):
+        """Copy bindings (default: all) into the current block; returns the new result."""
+        self.copy.emit_bindings(self.bindings if bindings is None else bindings)
+        self.ctx.forward_vars.update(v for v in self.local.values() if isinstance(v, Var))
+        return self.copy.atom(self.result)
+
+    def new(self, atom):
+        return self.copy.atom(atom)
+
+    # backward ------------------------------------------------------------------------
+    def seed(self, msg) -> None:
+        """Start the reverse sweep with ``msg`` as the cotangent of the result."""
+        self.adj.accumulate(self.result, msg, self.wants)
+
+    def backward(self, keep: set[Var] = frozenset()) -> dict[Var, object]:
+        """Sweep the bindings in reverse; returns the adjoint messages of ``keep``
+        (required intermediate variables) and of the inputs."""
+        adj = self.adj
+        found = {}
+        for binding in reversed(self.bindings):
+            v = binding.var
+            msg = adj.msgs.pop(v, None)
+            if msg is None or v not in self.relevant:
+                continue
+            if isinstance(v.type, TensorType):
+                msg = self.name_adjoint(v, msg)
+            if v in keep:
+                found[v] = msg
+            handler = self.ctx.backward.get(type(binding.value))
+            if handler is None:
+                raise GradientError(f"{v.name}: reverse mode through "
+                                    f"{type(binding.value).__name__} is not supported")
+            handler(self, binding, msg)
+        for p in self.inputs:
+            msg = adj.msgs.pop(p, None)
+            if msg is not None and isinstance(p.type, TensorType):
+                msg = self.name_adjoint(p, msg)
+            found[p] = msg
+        return found
+
+    def name_adjoint(self, v: Var, msg):
+        """The adjoint of ``v`` as a variable named ``<v>_adjoint`` (one per adjoint): a
+        variable the sweep emitted gets that name when the function is finished
+        (``Context.finish``); a forward value or one named already is copied."""
+        name = f"{self.new(v).name}_adjoint"
+        ctx = self.ctx
+        if isinstance(msg, Var) and msg not in ctx.named and msg not in ctx.forward_vars:
+            ctx.named[msg] = Var(name, msg.type)
+            return msg
+        var = self.b.emit(msg, name)
+        ctx.named[var] = var
+        return var
+
+
+# -- backward handlers of straight-line bindings ----------------------------------------
+
+
+def _call_backward(sweep: Sweep, binding: Binding, msg) -> None:
+    call = binding.value
+    adj = sweep.adj
+    if isinstance(call.callee, GlobalVar):
+        pullback = sweep.pullbacks.get(binding.var)
+        if pullback is None:  # a checkpointed call: run its forward again, now
+            vname = sweep.ctx.vjp_name(call.callee.name)
+            name = sweep.new(binding.var).name
+            pair = sweep.b.emit(Call(GlobalVar(vname), [sweep.new(a) for a in call.args]),
+                                f"{name}_recompute")
+            pullback = sweep.b.emit(TupleGetItem(pair, 1), f"{name}_pullback")
+        fn = sweep.ctx.module[call.callee.name]
+        dresult = adj.materialize(msg, binding.var.type)
+        dargs = sweep.b.emit(Call(pullback, [dresult]), f"{sweep.new(binding.var).name}_dargs")
+        floats = [i for i, p in enumerate(fn.params) if has_float(p.type)]
+        parts = adj.split(dargs, dargs.type)
+        for i, part in zip(floats, parts):
+            adj.accumulate(call.args[i], part, sweep.wants)
+        return
+    op = call.callee
+    if not op.differentiable:
+        return
+    dresult = adj.materialize(msg, binding.var.type)
+    if isinstance(binding.var.type, TupleType):
+        dout = tuple(adj.wrap(f) for f in adj.split(dresult, binding.var.type))
+    else:
+        dout = adj.wrap(dresult)
+    out = Traced(sweep.trace, sweep.new(binding.var))
+    args = [sweep.new(a) for a in call.args]
+    start = len(sweep.b.bindings)
+    partials = VJP[op](out, dout, *[adj.wrap(a) for a in args], **call.attrs)
+    if len(partials) != len(args):
+        raise GradientError(f"the VJP rule of {op.name} returned {len(partials)} cotangents "
+                            f"for {len(args)} operands")
+    fitted, dropped = [], False
+    for old, new, p in zip(call.args, args, partials):
+        if p is None:
+            continue
+        if not _wants_any(sweep, old):
+            dropped = True
+            continue
+        fitted.append((old, adj.fit(p, arg_type_of(new))))
+    if dropped:  # work done only for a cotangent nobody needs
+        prune(sweep.b.bindings, start, [f for _, f in fitted])
+    for old, atom in fitted:
+        adj.accumulate(old, atom, sweep.wants)
+
+
+def _wants_any(sweep, atom) -> bool:
+    if isinstance(atom, Tuple):
+        return any(_wants_any(sweep, f) for f in atom.fields)
+    return isinstance(atom, Var) and sweep.wants(atom)
+
+
+def arg_type_of(atom) -> Type:
+    if isinstance(atom, Tuple):
+        return TupleType(arg_type_of(f) for f in atom.fields)
+    return atom.type
+
+
+def _tuple_backward(sweep: Sweep, binding: Binding, msg) -> None:
+    sweep.adj.accumulate(binding.value, msg, sweep.wants)
+
+
+def _getitem_backward(sweep: Sweep, binding: Binding, msg) -> None:
+    tv = binding.value.tuple_value
+    t = arg_type_of(tv)
+    parts = [None] * len(t.fields)
+    parts[binding.value.index] = msg
+    sweep.adj.accumulate(tv, tuple(parts), sweep.wants)
+
+
+def _assign_backward(sweep: Sweep, binding: Binding, msg) -> None:
+    sweep.adj.accumulate(binding.value, msg, sweep.wants)
+
+
+STRAIGHT_LINE_BACKWARD = {
+    Call: _call_backward,
+    Tuple: _tuple_backward,
+    TupleGetItem: _getitem_backward,
+    Var: _assign_backward,
+    Constant: lambda sweep, binding, msg: None,
+}
+
+
+def build_vjp_function(ctx: Context, name: str) -> Function:
+    """``<name>_vjp(params) -> (result, pullback)`` where ``pullback(dresult)``
+    returns the adjoints of the float parameters; the pullback is a closure
+    over the forward values it needs."""
+    fn = ctx.module[name]
+    floats = float_params(fn)
+    sweep = Sweep(ctx, fn.body.bindings, fn.body.result, fn.params, floats,
+                   flat_vars(fn.body.result))
+    with sweep.trace:  # rules may trace (custom rules): nest under this trace
+        return _build_vjp_body(sweep, fn, name, floats)
+
+
+def _build_vjp_body(sweep: Sweep, fn: Function, name: str, floats) -> Function:
+    params = [Var(p.name, p.type) for p in fn.params]
+    sweep.b.params = list(params)
+    sweep.bind_inputs(params)
+    result = sweep.forward()
+    sweep.b.begin_block()
+    dresult = Var(f"{name}_cotangent", fn.ret_type)
+    sweep.seed(dresult)
+    found = sweep.backward()
+    outs = [sweep.adj.materialize(found[p], p.type) for p in floats]
+    body = sweep.b.end_block(Tuple(outs))
+    ptype = FuncType([fn.ret_type], TupleType([p.type for p in floats]))
+    pullback = sweep.b.emit(Function([dresult], body, ptype.ret), f"{name}_pullback")
+    return sweep.b.finish_function(Tuple([result, pullback]))
+
+
+def flat_vars(atom):
+    if isinstance(atom, Tuple):
+        out = []
+        for f in atom.fields:
+            out.extend(flat_vars(f))
+        return out
+    return [atom] if isinstance(atom, Var) else []
+
+
