@@ -12,8 +12,8 @@ from .api import _Compiled, _leaf_ranges, _leaf_signature, _outer_trace, grad, o
 from .errors import CompiledHigherOrderError, ConcretizationError, GradientError
 from .frontend.tracer import Traced, trace_function
 from .ir.nodes import Binding, Block, Function, Module, Tuple, TupleGetItem, Var
-from .ir.types import has_float
 from .ir.op import HANDLERS
+from .ir.types import has_float
 from .tree import flatten, unflatten
 
 

@@ -24,9 +24,8 @@ import itertools
 import numpy as np
 
 from .errors import ChainruleError, TypeInferenceError
-from .ir.op import Op, register_op
+from .ir.op import Op, apply, register_op
 from .ir.types import DType, TensorType, TupleType
-from .ir.op import apply
 from .rules.registry import JVP, VJP
 from .tree import flatten, unflatten
 

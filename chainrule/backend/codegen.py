@@ -49,6 +49,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import ops
 from ..errors import CodegenError, InterpretError
 from ..ir.nodes import (
     Block,
@@ -63,7 +64,6 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from .. import ops
 from ..ir.op import Op
 from ..ir.types import TensorType
 from ..ir.visitor import atoms_of, free_vars, vars_used
@@ -292,7 +292,8 @@ class _ModuleCodegen:
         perm = {}
         for b in block.bindings:
             v = b.value
-            if (_op_call(v, ops.permute_dims) and len(v.args) == 1 and type(v.args[0]) in (Var, Constant)
+            if (_op_call(v, ops.permute_dims) and len(v.args) == 1
+                    and type(v.args[0]) in (Var, Constant)
                     and isinstance(v.args[0].type, TensorType) and v.args[0].type.ndim == 2
                     and v.attrs.get("axes") in ((1, 0), [1, 0])):
                 perm[b.var] = v.args[0]

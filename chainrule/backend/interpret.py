@@ -33,10 +33,9 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.op import Op
+from ..ir.op import Op, apply
 from ..ir.types import FuncType, TensorType, TupleType
 from ..ir.visitor import free_vars
-from ..ir.op import apply
 from ..tree import flatten, unflatten
 
 

@@ -36,10 +36,9 @@ import numpy as np
 from ..errors import TraceError
 from ..ir.indexing import ArrayIndex
 from ..ir.nodes import Block, Constant, If, Tuple, TupleGetItem, Var, While
-from ..ir.op import OPS
+from ..ir.op import OPS, PYTHON_SCALARS
 from ..ir.types import DType, TensorType, Type
 from ..ops import index_add
-from ..ir.op import PYTHON_SCALARS
 from ..tree import flatten, unflatten
 from .tracer import Trace, Traced, current_trace
 

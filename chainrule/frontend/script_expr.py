@@ -24,10 +24,10 @@ from ..errors import ChainruleError, ParseError, TypeInferenceError
 from ..ir.indexing import ArrayIndex, Slice
 from ..ir.nodes import GlobalVar, Tuple
 from ..ir.op import OPS
+from ..ir.op import apply as apply_op
 from ..ir.parser import parse_attr, parse_constant
 from ..ir.types import DTYPES, TensorType, TupleType, Type
 from ..ops import index_add
-from ..ir.op import apply as apply_op
 from .control import bool_atom, finish_if, is_weak, leaf_atom, run_branch
 from .tracer import Traced
 

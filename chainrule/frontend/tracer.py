@@ -15,6 +15,7 @@ from ..ir.op import PYTHON_SCALARS
 from ..ir.types import DType, TensorType, TupleType, Type
 from ..tree import flatten, leaf_paths, unflatten
 
+
 def abstract_type(x) -> Type:
     if isinstance(x, Traced):
         return x.var.type

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from ..errors import TypeInferenceError
 from .nodes import (
     Block,

@@ -9,6 +9,7 @@ from ..errors import TypeInferenceError
 from ..ir.op import REQUIRED, Op, register_op
 from ..ir.types import DType, TensorType, TupleType, Type
 
+
 def define(name: str, infer, kernel, nargs: int | None = 1, attrs=None, normalize=None,
            **facts) -> Op:
     """Declare and register an op (see ``chainrule.ir.op.Op`` for the facts); returns it."""

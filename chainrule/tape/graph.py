@@ -20,8 +20,8 @@ from ..errors import ChainruleError, GradientError
 from ..ir.builder import Builder
 from ..ir.infer import attrs_key, type_call
 from ..ir.nodes import Constant, Module, TupleGetItem
-from ..ir.types import DType, TensorType, TupleType
 from ..ir.op import PYTHON_SCALARS, evaluate, weak_scalar_dtype
+from ..ir.types import DType, TensorType, TupleType
 from .pullback import STATS, Pullback, PullbackCache
 from .tensor import MODE, Tensor
 

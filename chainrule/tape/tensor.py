@@ -15,8 +15,8 @@ import threading
 
 import numpy as np
 
-from ..errors import ChainruleError
 from ..emit.methods import ArrayMethods
+from ..errors import ChainruleError
 from ..ir.op import HANDLERS, evaluate
 
 

@@ -8,10 +8,10 @@ parts of tuples never become arrays unless a rule must see them.
 
 from __future__ import annotations
 
+from .. import ops
 from ..emit.trace import Trace, Traced
 from ..errors import CompiledHigherOrderError, GradientError
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
-from .. import ops
 from ..ir.types import TensorType, TupleType, Type
 from ..ops.common import broadcast_shapes
 

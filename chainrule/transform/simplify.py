@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ops
 from ..errors import ChainruleError
 from ..ir.nodes import (
     Binding,
@@ -71,7 +72,6 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from .. import ops
 from ..ir.op import Op
 from ..ir.types import TensorType, TupleType
 from .base import Pass, register_pass, same_block, subst_atom, subst_direct, with_blocks

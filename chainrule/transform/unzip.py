@@ -11,14 +11,14 @@ pushes each iteration's needed values on a stack, a reversal of that stack
 
 from __future__ import annotations
 
+from .. import ops
 from ..errors import CompiledHigherOrderError, GradientError
 from ..ir.infer import arg_type
 from ..ir.nodes import Binding, Block, Call, If, Tuple, TupleGetItem, Var, While
-from .. import ops
 from ..ir.op import Op
-from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
 from ..ir.types import ListType, TensorType, TupleType
 from ..ir.visitor import nested_blocks, vars_used
+from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
 
 BOOL = TensorType((), "bool")
 
