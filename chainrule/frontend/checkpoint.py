@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from ..ir.nodes import GlobalVar
+from ..ir.nodes import Function, GlobalVar
 from ..tree import flatten, unflatten
 from .tracer import Traced, trace_function
 
@@ -35,8 +35,9 @@ def checkpoint(f):
             name = f"{base}_checkpoint_{k}"
         sub = trace_function(f, args, name=name)
         fn = sub.module[name]
-        fn.attrs["checkpoint"] = True
-        for fname, g in sub.module.functions.items():
+        functions = dict(sub.module.functions)
+        functions[name] = Function(fn.params, fn.body, fn.ret_type, {**fn.attrs, "checkpoint": True})
+        for fname, g in functions.items():
             tr.functions.setdefault(fname, g)
             tr.builder.extra_globals.setdefault(fname, g.type)
         out = tr.call(GlobalVar(name), list(leaves) + list(sub.lifted_values), name=f"{base}_out")

@@ -20,6 +20,7 @@ import types as pytypes
 import numpy as np
 
 from .. import numpy as cnp
+from ..emit.methods import METHODS as ARRAY_METHODS
 from ..errors import ChainruleError, ParseError, TypeInferenceError
 from ..ir.indexing import ArrayIndex, Slice
 from ..ir.nodes import GlobalVar, Tuple
@@ -36,9 +37,7 @@ BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
 CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
           ast.Eq: operator.eq, ast.NotEq: operator.ne}
-METHODS = {"shape", "ndim", "size", "dtype", "T", "sum", "mean", "max", "min", "prod", "argmax",
-           "argmin", "cumsum", "astype", "dot", "squeeze", "ravel", "flatten", "clip", "reshape",
-           "transpose"}
+PROPERTIES = {"shape", "ndim", "size", "dtype", "T"}
 BUILTINS = {"len", "abs", "min", "max", "float", "int", "bool", "range"}
 NAMED_CONSTRUCTS = {
     "Try": "`try`", "TryStar": "`try`", "With": "`with`", "AsyncWith": "`async with`",
@@ -327,9 +326,10 @@ class ExprCompiler:
                 return fn
         else:
             base = self.expr(node.value)
-        if node.attr not in METHODS or isinstance(base, (tuple, list, bool, int, float)):
+        supported = PROPERTIES | set(ARRAY_METHODS)
+        if node.attr not in supported or isinstance(base, (tuple, list, bool, int, float)):
             raise self.err(node, f"attribute `.{node.attr}` is not supported in @script "
-                                 f"functions (supported: {', '.join(sorted(METHODS))})")
+                                 f"functions (supported: {', '.join(sorted(supported))})")
         if node.attr == "shape" and isinstance(base, Traced):
             shape = base.shape
             if not all(isinstance(d, int) for d in shape):

@@ -306,8 +306,11 @@ class StmtCompiler(ExprCompiler):
 
     def bind(self, target, value) -> None:
         if isinstance(target, ast.Name):
-            if isinstance(value, Traced) and _TEMP.match(value.var.name):
-                value.var.name = target.id  # a readable name for the printed IR
+            if (isinstance(value, Traced) and value.trace is self.tr
+                    and _TEMP.match(value.var.name)):
+                # a readable name for the printed IR: the value just computed takes the name
+                # it is assigned to (the wrapper follows; the IR variable is a new one)
+                value.var = self.tr.builder.rename_last(value.var, target.id)
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):

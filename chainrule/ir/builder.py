@@ -74,6 +74,17 @@ class Builder:
         self._frames[-1].append(Binding(var, value))
         return var
 
+    def rename_last(self, var: Var, name: str) -> Var:
+        """Name the variable just emitted: when ``var`` is bound by the last binding of
+        the open block (so nothing refers to it yet), that binding is replaced by one
+        binding a new variable called ``name``, which is returned; otherwise ``var``."""
+        frame = self._frames[-1]
+        if not frame or frame[-1].var is not var:
+            return var
+        new = Var(name, var.type)
+        frame[-1] = Binding(new, frame[-1].value)
+        return new
+
     def call(self, callee, args, attrs: dict | None = None, name: str | None = None) -> Var:
         for a in args:
             if type(a) is not Var and type(a) is not Constant and not is_arg(a):

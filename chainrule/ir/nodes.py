@@ -15,7 +15,22 @@ from ..errors import ChainruleError
 from .types import DType, FuncType, TensorType, TupleType, Type
 
 
-class Expr:
+class Frozen:
+    """Nodes are immutable: their fields are set once, in ``__init__``."""
+
+    __slots__ = ()
+
+    def __setattr__(self, key, value):
+        raise ChainruleError(f"IR nodes are immutable: cannot set {type(self).__name__}.{key}; "
+                             f"build a new node instead")
+
+    __delattr__ = __setattr__
+
+
+_set = object.__setattr__
+
+
+class Expr(Frozen):
     __slots__ = ()
 
 
@@ -27,8 +42,8 @@ class Var(Expr):
     def __init__(self, name: str, type: Type):
         if not isinstance(type, Type):
             raise ChainruleError(f"variable {name!r} needs a type, not {type!r}")
-        self.name = name
-        self.type = type
+        _set(self, "name", name)
+        _set(self, "type", type)
 
     def __repr__(self) -> str:
         return f"%{self.name}: {self.type!r}"
@@ -40,7 +55,7 @@ class GlobalVar(Expr):
     __slots__ = ("name",)
 
     def __init__(self, name: str):
-        self.name = name
+        _set(self, "name", name)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, GlobalVar) and other.name == self.name
@@ -60,8 +75,8 @@ class Constant(Expr):
     def __init__(self, data):
         arr = np.array(data, copy=True)
         arr.setflags(write=False)
-        self.data = arr
-        self.type = TensorType(arr.shape, DType(arr.dtype))
+        _set(self, "data", arr)
+        _set(self, "type", TensorType(arr.shape, DType(arr.dtype)))
 
     def __repr__(self) -> str:
         return f"Constant({self.data!r})"
@@ -71,9 +86,9 @@ class Call(Expr):
     __slots__ = ("callee", "args", "attrs")
 
     def __init__(self, callee, args, attrs=None):
-        self.callee = callee
-        self.args = tuple(args)
-        self.attrs = dict(attrs) if attrs else {}
+        _set(self, "callee", callee)
+        _set(self, "args", tuple(args))
+        _set(self, "attrs", dict(attrs) if attrs else {})
 
     def __repr__(self) -> str:
         name = getattr(self.callee, "name", self.callee)
@@ -84,7 +99,7 @@ class Tuple(Expr):
     __slots__ = ("fields",)
 
     def __init__(self, fields):
-        self.fields = tuple(fields)
+        _set(self, "fields", tuple(fields))
 
     def __repr__(self) -> str:
         return f"Tuple{self.fields!r}"
@@ -94,38 +109,38 @@ class TupleGetItem(Expr):
     __slots__ = ("tuple_value", "index")
 
     def __init__(self, tuple_value, index: int):
-        self.tuple_value = tuple_value
-        self.index = int(index)
+        _set(self, "tuple_value", tuple_value)
+        _set(self, "index", int(index))
 
 
-class Binding:
+class Binding(Frozen):
     __slots__ = ("var", "value")
 
     def __init__(self, var: Var, value: Expr):
-        self.var = var
-        self.value = value
+        _set(self, "var", var)
+        _set(self, "value", value)
 
     def __repr__(self) -> str:
         return f"Binding({self.var!r} = {self.value!r})"
 
 
-class Block:
+class Block(Frozen):
     """Bindings in order, then a result (an atom or a tuple of atoms)."""
 
     __slots__ = ("bindings", "result")
 
     def __init__(self, bindings, result):
-        self.bindings = tuple(bindings)
-        self.result = result
+        _set(self, "bindings", tuple(bindings))
+        _set(self, "result", result)
 
 
 class If(Expr):
     __slots__ = ("cond", "then_block", "else_block")
 
     def __init__(self, cond, then_block: Block, else_block: Block):
-        self.cond = cond
-        self.then_block = then_block
-        self.else_block = else_block
+        _set(self, "cond", cond)
+        _set(self, "then_block", then_block)
+        _set(self, "else_block", else_block)
 
 
 class While(Expr):
@@ -140,10 +155,10 @@ class While(Expr):
     __slots__ = ("loop_vars", "init", "cond", "body")
 
     def __init__(self, loop_vars, init, cond: Block, body: Block):
-        self.loop_vars = tuple(loop_vars)
-        self.init = tuple(init)
-        self.cond = cond
-        self.body = body
+        _set(self, "loop_vars", tuple(loop_vars))
+        _set(self, "init", tuple(init))
+        _set(self, "cond", cond)
+        _set(self, "body", body)
         if len(self.loop_vars) != len(self.init):
             raise ChainruleError(
                 f"while loop has {len(self.loop_vars)} loop variables but "
@@ -168,10 +183,10 @@ class Function(Expr):
     __slots__ = ("params", "body", "ret_type", "attrs")
 
     def __init__(self, params, body: Block, ret_type: Type, attrs=None):
-        self.params = tuple(params)
-        self.body = body
-        self.ret_type = ret_type
-        self.attrs = dict(attrs) if attrs else {}
+        _set(self, "params", tuple(params))
+        _set(self, "body", body)
+        _set(self, "ret_type", ret_type)
+        _set(self, "attrs", dict(attrs) if attrs else {})
 
     @property
     def type(self) -> FuncType:

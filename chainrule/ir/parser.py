@@ -163,7 +163,6 @@ class _FunctionParser:
         if name in OPS or name in self.mp.signatures or name in DTYPES:
             raise _err(node, f"{name!r} is the name of an op, function or dtype; "
                              f"choose another variable name")
-        var.name = name
         self.scopes[-1][name] = var
 
     def atom(self, node):
@@ -502,8 +501,7 @@ class _ModuleParser:
                 fn = builder.finish_function(result, ret)
             except ChainruleError as exc:
                 raise _err(s.body[-1], f"function {s.name}: {exc}") from None
-            fn.attrs = _function_flags(s)
-            functions[s.name] = fn
+            functions[s.name] = Function(fn.params, fn.body, fn.ret_type, _function_flags(s))
         return Module(functions)
 
 
