@@ -36,7 +36,8 @@ def checkpoint(f):
         sub = trace_function(f, args, name=name)
         fn = sub.module[name]
         functions = dict(sub.module.functions)
-        functions[name] = Function(fn.params, fn.body, fn.ret_type, {**fn.attrs, "checkpoint": True})
+        flags = {**fn.attrs, "checkpoint": True}
+        functions[name] = Function(fn.params, fn.body, fn.ret_type, flags)
         for fname, g in functions.items():
             tr.functions.setdefault(fname, g)
             tr.builder.extra_globals.setdefault(fname, g.type)
