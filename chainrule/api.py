@@ -13,6 +13,7 @@ import functools
 
 import numpy as np
 
+from .backend.codegen import compile_module
 from .errors import (
     ChainruleError,
     CompiledHigherOrderError,
@@ -23,32 +24,8 @@ from .frontend.tracer import Trace, Traced, current_trace, trace_function
 from .ir.nodes import Module, Tuple, Var
 from .ir.types import TensorType, has_float
 from .ir.visitor import Mutator
+from .transform.optimize import optimize
 from .tree import flatten, unflatten
-
-# -- pipeline hooks (filled in as passes/backends land) --------------------------------
-
-
-def optimize(module: Module) -> Module:
-    """Run the clean-up passes (simplify, cse, dce) to a fixed point."""
-    try:
-        from .transform.optimize import optimize as _opt
-    except ImportError:  # the clean-up passes are optional during bootstrap
-        return module
-    return _opt(module)
-
-
-def compile_function(module: Module, func: str):
-    """A Python callable running ``func`` of ``module`` (generated code when available)."""
-    try:
-        from .backend.codegen import compile_module
-    except ImportError:
-        from .backend.interpret import Interpreter
-
-        interp = Interpreter(module)
-        fn = module[func]
-        return lambda *args: interp.call_function(fn, list(args), {})
-    return compile_module(module, func)
-
 
 # -- helpers ----------------------------------------------------------------------------
 
@@ -183,7 +160,7 @@ class _Compiled:
             atoms = [_atom_of(outer, a) for a in args]
             return _unpack_atom(outer, inline_into(outer, self.module, self.func, atoms))
         if self._callable is None:
-            self._callable = compile_function(self.module, self.func)
+            self._callable = compile_module(self.module, self.func)
         return self._callable(*[a if a is None or isinstance(a, tuple) else np.asarray(a)
                                 for a in args])
 

@@ -69,7 +69,7 @@ from ..ir.types import TensorType
 from ..ir.visitor import atoms_of, free_vars, vars_used
 from ..ops.indexing import advanced
 from ..ops.templates import OpEmit, int_literal, literal
-from .interpret import _coerce
+from .execution import KERNEL_ERRORS, Liveness, coerce, kernel_error
 
 RESERVED = (frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
             | frozenset(dir(builtins)) | {"np"})
@@ -156,7 +156,7 @@ class _Plan:
     __slots__ = ("dels", "start_dels", "last", "owned", "inline")
 
     def __init__(self, n: int):
-        self.dels: list[list[Var]] = [[] for _ in range(n + 1)]
+        self.dels: list[list[Var]] = []
         self.start_dels: list[Var] = []
         self.last: dict[Var, int] = {}
         self.owned: set[Var] = set()
@@ -170,6 +170,7 @@ class _ModuleCodegen:
         self.ns: dict = {"np": np}
         self.lines: list[str] = []
         self.notes: list[str] = []
+        self.locations: dict[int, tuple[str, str]] = {}  # source line -> (op, binding)
         self._interned: dict = {}
         names = _Names(RESERVED)
         self.func_names = {name: names.fresh(name, "f") for name in module.functions}
@@ -269,18 +270,8 @@ class _ModuleCodegen:
         deletable = {b.var for b in bindings if b.var not in inline}
         deletable.difference_update(exclude)
         deletable.update(extra)
-        last = plan.last
-        for i, s in enumerate(uses):
-            for x in s:
-                if x in deletable:
-                    last[x] = i
-        for x, i in last.items():
-            if not (i == n and x in keep_at_end):
-                plan.dels[i].append(x)
-        for i, b in enumerate(bindings):
-            if b.var in deletable and b.var not in last:
-                plan.dels[i].append(b.var)  # never used: freed at once
-        plan.start_dels = [x for x in extra if x not in last and x not in keep_at_end]
+        live = Liveness([b.var for b in bindings], uses, deletable, keep_at_end, extra)
+        plan.dels, plan.last, plan.start_dels = live.dels, live.last, live.never_used
         if self.inplace:
             plan.owned = self._owned(block, inline, uses)
         return plan
@@ -447,11 +438,14 @@ class _ModuleCodegen:
             res = template(e)
         if res is None:
             res = self.kernel_call(op, v.attrs, [text(a) for a in v.args])
+        start = len(self.lines)
         if isinstance(res, str):
             self.out(depth, f"{target} = {res}")
         else:
             for line in res:
                 self.out(depth, line)
+        for k in range(start, len(self.lines)):
+            self.locations[k] = (op.name, b.var.name)
 
     def kernel_call(self, op: Op, attrs: dict, args: list) -> str:
         kname = self.intern(("k", id(op)), op.kernel, f"_k_{safe_identifier(op.name, 'op')}")
@@ -475,6 +469,8 @@ class _ModuleCodegen:
         header = []
         if self.notes:
             header = ["# constants (exec namespace): " + ", ".join(self.notes), ""]
+        # source line numbers (1-based, after the header) of the op bindings
+        self.locations = {k + 1 + len(header): where for k, where in self.locations.items()}
         return "\n".join(header + self.lines[:-1]) + "\n"
 
 
@@ -485,7 +481,8 @@ class CompiledModule:
         gen = _ModuleCodegen(module, inplace)
         self.source = gen.run()
         self.func_names = gen.func_names
-        filename = f"<chainrule-codegen-{next(_counter)}>"
+        self.locations = gen.locations
+        self.filename = filename = f"<chainrule-codegen-{next(_counter)}>"
         try:
             code = compile(self.source, filename, "exec")
         except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
@@ -499,6 +496,19 @@ class CompiledModule:
 
     def function(self, name: str):
         return self.namespace[self.func_names[name]]
+
+    def error(self, func: str, exc: BaseException):
+        """The InterpretError for ``exc`` raised while running ``func``: it names the op
+        and binding whose generated line failed (the innermost one of this module)."""
+        where = None
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == self.filename:
+                where = self.locations.get(tb.tb_lineno, where)
+            tb = tb.tb_next
+        if where is None:
+            return InterpretError(f"{func} (compiled) failed: {type(exc).__name__}: {exc}")
+        return kernel_error(where[0], where[1], exc, f" of {func}, compiled")
 
 
 class CompiledFunction:
@@ -524,7 +534,7 @@ class CompiledFunction:
             raise InterpretError(
                 f"{self.name} takes {len(params)} argument(s) "
                 f"({', '.join(str(p.name) for p in params)}), got {len(args)}")
-        args = [_coerce(a, p.type, f"{self.name}: argument {p.name}")
+        args = [coerce(a, p.type, f"{self.name}: argument {p.name}")
                 for a, p in zip(args, params)]
         return self.call_unchecked(*args)
 
@@ -535,8 +545,10 @@ class CompiledFunction:
         except RecursionError:
             raise InterpretError(f"{self.name}: calls nest too deeply (a recursion without "
                                  f"a reachable base case?)") from None
-        except (ArithmeticError, IndexError, ValueError, TypeError) as exc:
-            raise InterpretError(f"{self.name} (compiled) failed: {exc}") from exc
+        except KERNEL_ERRORS as exc:
+            raise self.compiled.error(self.name, exc) from exc
+        except MemoryError:
+            raise InterpretError(f"{self.name} (compiled): out of memory") from None
 
     def __repr__(self) -> str:
         return f"<CompiledFunction {self.name}>"

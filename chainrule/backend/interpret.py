@@ -17,8 +17,6 @@ program's own calls (a recursive function recurses here too).
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import InterpretError
 from ..ir.nodes import (
     Block,
@@ -34,9 +32,9 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.op import Op, apply
-from ..ir.types import FuncType, TensorType, TupleType
 from ..ir.visitor import free_vars
 from ..tree import flatten, unflatten
+from .execution import Liveness, coerce, run_kernel
 
 
 class Closure:
@@ -91,9 +89,9 @@ class Interpreter:
                 args = [value_of(a, env) for a in v.args]
                 if isinstance(callee, Op):
                     if self.dispatch:
-                        env[b.var] = _checked(apply, callee, args, v.attrs, b.var, callee)
+                        env[b.var] = run_kernel(apply, callee, args, v.attrs, b.var, callee)
                     else:
-                        env[b.var] = _checked(callee.kernel, callee, args, v.attrs, b.var)
+                        env[b.var] = run_kernel(callee.kernel, callee, args, v.attrs, b.var)
                 elif isinstance(callee, GlobalVar):
                     env[b.var] = self.call_global(callee.name, args)
                 else:
@@ -126,15 +124,6 @@ class Interpreter:
         return carry[0] if len(carry) == 1 else tuple(carry)
 
 
-def _checked(fn, op, args, attrs, var, *first):
-    """``fn(*first, *args, **attrs)``; data-dependent failures (an index array out of
-    bounds, a negative integer power) become InterpretError naming op and binding."""
-    try:
-        return fn(*first, *args, **attrs)
-    except (ArithmeticError, IndexError, ValueError, TypeError) as exc:
-        raise InterpretError(f"{op.name} (binding {var.name}) failed: {exc}") from None
-
-
 class StraightLine:
     """A function made only of op calls, tuple fields and atoms (what a recorded
     tape's pullback is), run without the general interpreter's dispatch and with
@@ -145,9 +134,8 @@ class StraightLine:
     @classmethod
     def plan(cls, fn: Function) -> StraightLine | None:
         """The plan of ``fn``, or None when it holds anything else (branches, loops...)."""
-        last: dict = {}
-        steps = []
-        for i, b in enumerate(fn.body.bindings):
+        steps, bound, uses = [], [], []
+        for b in fn.body.bindings:
             v = b.value
             if type(v) is Call and isinstance(v.callee, Op) and all(map(_is_arg, v.args)):
                 steps.append([_CALL, b.var, (v.callee, v.args, v.attrs), None])
@@ -160,17 +148,12 @@ class StraightLine:
                 used = (v,)
             else:
                 return None
-            for x in _flat_vars(used):
-                last[x] = i
-        keep = set(_flat_vars((fn.body.result,)))
-        dead: list = [[] for _ in steps]
-        for x, i in last.items():
-            if x not in keep:
-                dead[i].append(x)
-        for i, step in enumerate(steps):
-            if step[1] not in last and step[1] not in keep:
-                dead[i].append(step[1])  # never used: freed at once
-        for step, d in zip(steps, dead):
+            bound.append(b.var)
+            uses.append(_flat_vars(used))
+        uses.append(_flat_vars((fn.body.result,)))
+        deletable = set(bound) | set(fn.params)
+        live = Liveness(bound, uses, deletable, keep_at_end=frozenset(uses[-1]))
+        for step, d in zip(steps, live.dels):
             step[3] = tuple(d)
         self = cls()
         self.params, self.steps, self.result = fn.params, steps, fn.body.result
@@ -184,7 +167,7 @@ class StraightLine:
             if kind == _CALL:
                 op, atoms, attrs = payload
                 values = [env[a] if type(a) is Var else _atom_value(a, env) for a in atoms]
-                env[var] = _checked(op.kernel, op, values, attrs, var)
+                env[var] = run_kernel(op.kernel, op, values, attrs, var)
             elif kind == _GETITEM:
                 env[var] = _atom_value(payload[0], env)[payload[1]]
             else:
@@ -221,34 +204,6 @@ def _atom_value(x, env):
     return tuple(_atom_value(f, env) for f in x.fields)
 
 
-def _coerce(arg, t, where: str):
-    if isinstance(t, TensorType):
-        try:
-            arr = np.asarray(arg)
-        except (TypeError, ValueError) as exc:
-            raise InterpretError(f"{where}: expected {t!r}, got {type(arg).__name__}: "
-                                 f"{exc}") from None
-        if arr.dtype != t.dtype.numpy:
-            if arr.dtype.kind in "biufc" and np.can_cast(arr.dtype, t.dtype.numpy, "same_kind"):
-                arr = arr.astype(t.dtype.numpy)
-            else:
-                raise InterpretError(f"{where}: expected {t!r}, got an array of dtype {arr.dtype}")
-        if len(arr.shape) != len(t.shape) or any(
-            isinstance(d, int) and d != s for d, s in zip(t.shape, arr.shape)
-        ):
-            raise InterpretError(f"{where}: expected shape {t!r}, got {arr.shape}")
-        return arr
-    if isinstance(t, TupleType):
-        if not isinstance(arg, (tuple, list)) or len(arg) != len(t.fields):
-            raise InterpretError(f"{where}: expected a tuple {t!r}")
-        return tuple(_coerce(a, f, where) for a, f in zip(arg, t.fields))
-    if isinstance(t, FuncType):
-        if not callable(arg):
-            raise InterpretError(f"{where}: expected a function")
-        return arg
-    return arg
-
-
 def run(module: Module, *args, func: str = "main"):
     """Run ``func`` of ``module`` on the arguments (arrays, scalars, tuples).
 
@@ -273,7 +228,7 @@ def run(module: Module, *args, func: str = "main"):
         raise InterpretError(
             f"{func} takes {len(fn.params)} argument(s) "
             f"({', '.join(p.name for p in fn.params)}), got {len(args)}")
-    args = [_coerce(a, p.type, f"{func}: argument {p.name}") for a, p in zip(args, fn.params)]
+    args = [coerce(a, p.type, f"{func}: argument {p.name}") for a, p in zip(args, fn.params)]
     try:
         result = Interpreter(module).call_function(fn, args, {})
     except RecursionError:

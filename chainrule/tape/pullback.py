@@ -16,9 +16,14 @@ from __future__ import annotations
 import threading
 from collections import Counter, OrderedDict
 
-from ..errors import GradientError, InterpretError
+from ..backend.codegen import compile_module
+from ..backend.execution import KERNEL_ERRORS
+from ..backend.interpret import Interpreter, StraightLine
+from ..errors import GradientError
 from ..ir.nodes import Call, Function, Module
 from ..ir.visitor import free_vars
+from ..transform.gradient import vjp_module
+from ..transform.optimize import optimize
 
 STATS = {
     "backward_compilations": 0,  # pullbacks built (gradient pass runs), one per structure
@@ -79,8 +84,6 @@ class Pullback:
     """
 
     def __init__(self, layout):
-        from ..transform.gradient import vjp_module
-
         module = layout.module()
         main = module["main"]
         vm = vjp_module(module, "main")["main_vjp"]
@@ -103,18 +106,17 @@ class Pullback:
         self.ops = Counter(b.value.callee.name for b in main.body.bindings
                            if isinstance(b.value, Call))
         self.compiled = None  # the generated function, once the structure came back
+        self._generated = None
         self._plan = None
         STATS["backward_compilations"] += 1
 
     # -- running ----------------------------------------------------------------------
     def compile(self) -> None:
         """Optimize the pullback and generate code for it (for a structure seen again)."""
-        from ..api import compile_function, optimize
-
         self.module = optimize(self.module)
-        compiled = compile_function(self.module, "backward")
+        self._generated = compile_module(self.module, "backward")
         # the generated function itself: the tape passes arrays of the declared types
-        self.compiled = getattr(compiled, "fn", compiled)
+        self.compiled = self._generated.fn
         self._plan = None
         STATS["backward_codegen"] += 1
 
@@ -122,10 +124,8 @@ class Pullback:
         if self.compiled is not None:
             try:
                 return self.compiled(*args)
-            except (ArithmeticError, IndexError, ValueError, TypeError) as exc:
-                raise InterpretError(f"backward (compiled) failed: {exc}") from exc
-        from ..backend.interpret import Interpreter, StraightLine
-
+            except KERNEL_ERRORS as exc:
+                raise self._generated.compiled.error("backward", exc) from exc
         if self._plan is None:
             self._plan = StraightLine.plan(self.module["backward"]) or False
         if self._plan is False:  # not straight-line code: the reference interpreter
@@ -134,7 +134,5 @@ class Pullback:
 
     def run_recording(self, args: list):
         """Run with op calls dispatched, so tape tensors record them (create_graph)."""
-        from ..backend.interpret import Interpreter
-
         return Interpreter(self.module, dispatch=True).call_function(
             self.module["backward"], args, {})

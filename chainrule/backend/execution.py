@@ -1,0 +1,102 @@
+"""What every executor shares: argument checking, the wrapping of kernel errors
+with the binding they happened at, and liveness (where each value dies).
+
+The interpreter, the straight-line runner (the tape's pullbacks) and the
+generated code all use these, so an error names the same op and binding and
+memory is freed at the same points whichever runs a program.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InterpretError
+from ..ir.types import FuncType, TensorType, TupleType
+
+# what a NumPy kernel raises on data it cannot handle (an index out of bounds, a
+# negative integer power, a singular matrix: LinAlgError is a ValueError)
+KERNEL_ERRORS = (ArithmeticError, IndexError, ValueError, TypeError)
+
+
+def kernel_error(op_name: str, var_name: str, exc: BaseException, where: str = ""
+                 ) -> InterpretError:
+    """The error raised when the kernel of ``op_name`` failed computing ``var_name``."""
+    return InterpretError(f"{op_name} (binding {var_name}{where}) failed: "
+                          f"{type(exc).__name__}: {exc}")
+
+
+def run_kernel(fn, op, args, attrs, var, *first):
+    """``fn(*first, *args, **attrs)``; data-dependent failures become an InterpretError
+    naming the op and the binding."""
+    try:
+        return fn(*first, *args, **attrs)
+    except KERNEL_ERRORS as exc:
+        raise kernel_error(op.name, var.name, exc) from None
+    except MemoryError:
+        raise InterpretError(f"{op.name} (binding {var.name}): out of memory") from None
+
+
+def coerce(arg, t, where: str):
+    """``arg`` as a value of type ``t`` (an array of its shape and dtype), or an
+    InterpretError saying what was expected."""
+    if isinstance(t, TensorType):
+        try:
+            arr = np.asarray(arg)
+        except (TypeError, ValueError) as exc:
+            raise InterpretError(f"{where}: expected {t!r}, got {type(arg).__name__}: "
+                                 f"{exc}") from None
+        if arr.dtype != t.dtype.numpy:
+            if arr.dtype.kind in "biufc" and np.can_cast(arr.dtype, t.dtype.numpy, "same_kind"):
+                arr = arr.astype(t.dtype.numpy)
+            else:
+                raise InterpretError(f"{where}: expected {t!r}, got an array of dtype {arr.dtype}")
+        if len(arr.shape) != len(t.shape) or any(
+            isinstance(d, int) and d != s for d, s in zip(t.shape, arr.shape)
+        ):
+            raise InterpretError(f"{where}: expected shape {t!r}, got {arr.shape}")
+        return arr
+    if isinstance(t, TupleType):
+        if not isinstance(arg, (tuple, list)) or len(arg) != len(t.fields):
+            raise InterpretError(f"{where}: expected a tuple {t!r}")
+        return tuple(coerce(a, f, where) for a, f in zip(arg, t.fields))
+    if isinstance(t, FuncType):
+        if not callable(arg):
+            raise InterpretError(f"{where}: expected a function")
+        return arg
+    return arg
+
+
+class Liveness:
+    """Where the values of a block die.
+
+    ``dels[i]`` lists the variables to free right after binding ``i``
+    (``dels[n]``: after the block's result is formed): those whose last use
+    is there, and a variable bound at ``i`` that nothing uses. ``last`` maps
+    each used variable to the index of its last use; ``never_used`` lists the
+    deletable variables that are not bound here and never used (parameters).
+    """
+
+    __slots__ = ("dels", "last", "never_used")
+
+    def __init__(self, bound, uses, deletable, keep_at_end=frozenset(), extra=()):
+        """``bound[i]``: the variable binding ``i`` defines (None: free nothing);
+        ``uses[i]``: the variables binding ``i`` reads, ``uses[n]`` the result's;
+        ``deletable``: the variables that may be freed; ``keep_at_end``: variables
+        not freed after the result (loop variables carried on); ``extra``: deletable
+        variables bound outside the block (parameters), in order."""
+        n = len(bound)
+        last: dict = {}
+        for i, used in enumerate(uses):
+            for x in used:
+                if x in deletable:
+                    last[x] = i
+        dels: list[list] = [[] for _ in range(n + 1)]
+        for x, i in last.items():
+            if not (i == n and x in keep_at_end):
+                dels[i].append(x)
+        for i, v in enumerate(bound):
+            if v is not None and v in deletable and v not in last:
+                dels[i].append(v)  # never used: freed at once
+        self.dels = dels
+        self.last = last
+        self.never_used = [x for x in extra if x not in last and x not in keep_at_end]
