@@ -2,6 +2,8 @@
 
     python -m chainrule show FILE                 print a text-IR module after verifying it
     python -m chainrule grad FILE --func main [--wrt x,y] [--no-optimize]
+    python -m chainrule passes FILE PIPELINE       run named passes, e.g. gradient,optimize
+    python -m chainrule passes --list              the registered passes
     python -m chainrule demo                      train a small model, show the IR and figures
 
 Errors print as one line ``FILE:LINE:COL: error: message`` and exit with status 1.
@@ -32,9 +34,8 @@ def cmd_show(args) -> int:
 
 
 def cmd_grad(args) -> int:
-    from .api import optimize
     from .ir import verify
-    from .transform.gradient import gradient
+    from .transform import gradient, optimize
 
     module = _read_module(args.file)
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()] if args.wrt else None
@@ -43,6 +44,22 @@ def cmd_grad(args) -> int:
     if not args.no_optimize:
         out = optimize(out)
     print(verify(out), end="")
+    return 0
+
+
+def cmd_passes(args) -> int:
+    from .ir import verify
+    from .transform import PASSES, Pipeline
+
+    if args.list:
+        for name in sorted(PASSES):
+            doc = (PASSES[name].__doc__ or "").strip().splitlines()
+            print(f"{name:14} {doc[0] if doc else ''}")
+        return 0
+    if not args.file or not args.pipeline:
+        raise ChainruleError("passes: give FILE and PIPELINE (or --list)")
+    module = _read_module(args.file)
+    print(verify(Pipeline.parse(args.pipeline, verify=True)(module)), end="")
     return 0
 
 
@@ -67,6 +84,15 @@ def main(argv=None) -> int:
     grad.add_argument("--sens", action="store_true", help="take the target's cotangent")
     grad.add_argument("--no-optimize", action="store_true")
     grad.set_defaults(run=cmd_grad)
+    passes = sub.add_parser(
+        "passes", help="run a pipeline of named passes on a text-IR module and print it",
+        description="Run named passes in order, verifying after each, and print the result. "
+                    "PIPELINE is comma-separated pass names, each optionally with literal "
+                    "keyword options: \"gradient(func='f', require_grads=['x']),optimize\".")
+    passes.add_argument("file", nargs="?", help="a text-IR module")
+    passes.add_argument("pipeline", nargs="?", help="e.g. gradient,optimize")
+    passes.add_argument("--list", action="store_true", help="list the registered passes")
+    passes.set_defaults(run=cmd_passes)
     demo = sub.add_parser("demo", help="train a small model and show what chainrule does")
     demo.add_argument("--steps", type=int, default=200)
     demo.add_argument("--quick", action="store_true", help="a few steps only")

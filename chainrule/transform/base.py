@@ -24,6 +24,7 @@ def main(x: f64[3]) -> f64:
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterable
 from operator import is_not
 
@@ -130,6 +131,37 @@ class Pipeline(Pass):
 
     def __repr__(self) -> str:
         return f"Pipeline([{', '.join(p.name for p in self.passes)}])"
+
+    @classmethod
+    def parse(cls, text: str, verify: bool = False) -> Pipeline:
+        """A pipeline from text: pass names separated by commas, each optionally called
+        with literal keyword options, e.g. ``"gradient(func='f', require_grads=['x']),
+        optimize"``. Read with ``ast`` (values by ``ast.literal_eval``), never evaluated."""
+        try:
+            tree = ast.parse(f"({text},)", mode="eval").body
+        except SyntaxError as exc:
+            raise ChainruleError(f"pipeline {text!r}: {exc.msg}") from None
+        passes = []
+        for item in tree.elts:
+            if isinstance(item, ast.Name):
+                passes.append(get_pass(item.id))
+                continue
+            if not (isinstance(item, ast.Call) and isinstance(item.func, ast.Name)
+                    and not item.args and all(k.arg for k in item.keywords)):
+                raise ChainruleError(f"pipeline {text!r}: write pass names, or name(key=value, "
+                                     f"...) with keyword options, not {ast.unparse(item)!r}")
+            options = {}
+            for k in item.keywords:
+                try:
+                    options[k.arg] = ast.literal_eval(k.value)
+                except ValueError:
+                    raise ChainruleError(f"pipeline {text!r}: option {k.arg} of {item.func.id} "
+                                         f"must be a literal") from None
+            try:
+                passes.append(get_pass(item.func.id, **options))
+            except TypeError as exc:
+                raise ChainruleError(f"pipeline {text!r}: pass {item.func.id}: {exc}") from None
+        return cls(passes, verify)
 
 
 # -- helpers shared by the clean-up passes -------------------------------------------------

@@ -29,6 +29,7 @@ from ..ir.nodes import Function, Module
 from .base import Pass, register_pass
 from .cse import cse_function
 from .dce import dce_function
+from .inline import inline
 from .simplify import MAX_SWEEPS, simplify_function
 
 MAX_ROUNDS = 4
@@ -45,14 +46,18 @@ def optimize_function(fn: Function, max_rounds: int = MAX_ROUNDS) -> Function:
 
 
 class Optimize(Pass):
-    """simplify, cse, dce to a fixed point (at most ``max_rounds`` rounds)."""
+    """Partial evaluation by inlining (unless ``inline_calls=False``), then simplify,
+    cse, dce to a fixed point (at most ``max_rounds`` rounds)."""
 
     name = "optimize"
 
-    def __init__(self, max_rounds: int = MAX_ROUNDS):
+    def __init__(self, max_rounds: int = MAX_ROUNDS, inline_calls: bool = True):
         self.max_rounds = max_rounds
+        self.inline_calls = inline_calls
 
     def run(self, module: Module) -> Module:
+        if self.inline_calls:
+            module = inline(module)
         return Module({name: optimize_function(fn, self.max_rounds)
                        for name, fn in module.functions.items()}, module.meta)
 
@@ -63,8 +68,4 @@ register_pass(Optimize)
 def optimize(module: Module, max_rounds: int = MAX_ROUNDS, inline_calls: bool = True) -> Module:
     """Clean up ``module``: inline non-recursive calls and known closures (partial
     evaluation), then simplify, cse, dce until nothing changes (a few rounds)."""
-    if inline_calls:
-        from .inline import inline
-
-        module = inline(module)
-    return Optimize(max_rounds)(module)
+    return Optimize(max_rounds, inline_calls)(module)
