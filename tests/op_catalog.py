@@ -83,3 +83,40 @@ CATALOG = {
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
                "negative", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh",
                "arctan", "sqrt", "square", "reciprocal", "sigmoid", "where"]
+
+# Non-differentiable ops, exercised forward only (values, dtypes, generated code)
+FORWARD_ONLY = {
+    "compare": (lambda x, y: (x < y, x <= y, x > y, x >= y, x == y, x != y), (U(3, 4), U(4))),
+    "logical": (lambda x, y: ((x > 0) & (y > 0), (x > 0) | (y > 0), ~(x > 0)), (U(3), U(3))),
+    "sign_floor_round": (lambda x: (cnp.sign(x), cnp.floor(x * 3), cnp.round(x * 3)), (U(5),)),
+    "argmax_argmin": (lambda x: (cnp.argmax(x, axis=1), cnp.argmin(x)), (U(3, 4),)),
+    "stop_gradient": (lambda x: cnp.stop_gradient(x) * x, (U(3),)),
+    "like": (lambda x: (cnp.zeros_like(x), cnp.ones_like(x, dtype=np.float32),
+                        cnp.full_like(x, 2.5)), (U(2, 3),)),
+}
+
+# Ops that appear only in programs the passes generate (or in the text format):
+# exercised from text IR
+TEXT = {
+    "creation": """
+def main(x: f64[3]) -> tuple[f64[2, 3], f32[4], f64[3], i64[5], f64[4]]:
+    a = zeros(shape=(2, 3), dtype=f64)
+    b = ones(shape=(4,), dtype=f32)
+    c = full(shape=(3,), fill_value=1.5, dtype=f64)
+    d = arange(stop=5)
+    e = arange(start=0.5, stop=2.5, step=0.5, dtype=f64)
+    return (a, b, c, d, e)
+""",
+    "stack": """
+def main(x: f64[3]) -> tuple[f64[3], bool]:
+    s0 = stack_empty(elem=f64[3])
+    s1 = stack_push(s0, x)
+    y = exp(x)
+    s2 = stack_push(s1, y)
+    p = stack_pop(s2)
+    top = p[0]
+    rest = p[1]
+    more = stack_nonempty(rest)
+    return (top, more)
+""",
+}

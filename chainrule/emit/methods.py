@@ -162,6 +162,15 @@ class ArrayMethods:
     def __getitem__(self, key):
         return ops.getitem(self, key)
 
+    def __setitem__(self, key, value):
+        raise TraceError("chainrule values are immutable: instead of x[idx] = y, write "
+                         "x = x.at[idx].set(y) (JAX's functional update)")
+
+    @property
+    def at(self):
+        """Functional updates, as JAX's: ``x.at[idx].add(v)`` is a new array."""
+        return AtIndexer(self)
+
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
@@ -189,6 +198,35 @@ class ArrayMethods:
             raise TraceError(f"np.{func.__name__} is not supported on chainrule values; "
                              f"see chainrule.numpy for what is")
         return fn(*args, **kwargs)
+
+
+class AtIndexer:
+    """``x.at``: ``x.at[idx]`` names the positions a functional update touches."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, key):
+        return AtPositions(self.array, key)
+
+
+class AtPositions:
+    """``x.at[idx]``: ``.get()`` reads them, ``.add(v)`` returns ``x`` with ``v``
+    added there (repeated indices accumulate, as ``np.add.at``)."""
+
+    __slots__ = ("array", "key")
+
+    def __init__(self, array, key):
+        self.array = array
+        self.key = key
+
+    def get(self):
+        return ops.getitem(self.array, self.key)
+
+    def add(self, value):
+        return ops.index_update(ops.index_add, self.array, self.key, value)
 
 
 def array_method(name: str, fn: Callable | None = None):

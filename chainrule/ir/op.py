@@ -67,6 +67,8 @@ class Op:
     - ``inplace``: the template can write the result into a dead operand.
     - ``namespace`` / ``methods``: names in ``chainrule.numpy`` and array
       methods that apply this op directly.
+    - ``internal``: the op appears only in programs the passes generate and in
+      the text format (the stacks of reverse-mode loops), never in user code.
     """
 
     name: str
@@ -85,6 +87,7 @@ class Op:
     inplace: bool = False
     namespace: tuple = ()
     methods: tuple = ()
+    internal: bool = False
     doc: str = ""
 
     def __post_init__(self):

@@ -69,5 +69,5 @@ if _clash:  # an adapter and an op both claim a name: one of them is a mistake
 globals().update(_ASSEMBLED)
 
 __all__ = sorted({*_ASSEMBLED, *(n for n in vars(_core) if not n.startswith("_")
-                                  and n not in ("annotations", "builtins", "array_method"))})
+                                  and n not in ("annotations", "builtins", "array_method", "EXPOSED"))})
 _NUMPY_FUNCTIONS.update({n: globals()[n] for n in __all__ if callable(globals()[n])})

@@ -23,6 +23,20 @@ pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
 ndarray = _np.ndarray
 
 
+# op -> the functions and methods of this namespace that apply it with a NumPy
+# signature (besides the names an op declares itself); a registry test checks
+# that every op users may meet is reachable from here
+EXPOSED: dict = {_ops.index: ["x[key]", "getitem"], _ops.index_add: ["x.at[key].add"]}
+
+
+def _exposes(op):
+    def deco(fn):
+        EXPOSED.setdefault(op, []).append(fn.__name__)
+        return fn
+
+    return deco
+
+
 def _shape(x) -> tuple:
     return tuple(x.shape) if hasattr(x, "shape") else _np.shape(x)
 
@@ -59,6 +73,7 @@ def softplus(x):
 
 # -- reductions and scans -----------------------------------------------------------------
 @_method("cumsum")
+@_exposes(_ops.cumsum)
 def cumsum(x, axis=None):
     if axis is None:
         x, axis = _ops.reshape(x, (-1,)), 0
@@ -143,6 +158,7 @@ def moveaxis(x, source, destination):
     return _ops.permute_dims(x, axes=tuple(order))
 
 
+@_exposes(_ops.concatenate)
 def concatenate(arrays, axis=0):
     return _ops.concatenate(*arrays, axis=axis)
 
@@ -151,6 +167,7 @@ def stack(arrays, axis=0):
     return concatenate([_ops.expand_dims(a, axis) for a in arrays], axis=axis)
 
 
+@_exposes(_ops.split)
 def split(x, indices_or_sections, axis=0):
     if isinstance(indices_or_sections, list):
         indices_or_sections = tuple(indices_or_sections)
@@ -174,7 +191,7 @@ def inner(a, b):
 
 
 # -- creation ---------------------------------------------------------------------------
-arange, linspace, eye = _np.arange, _np.linspace, _np.eye
+linspace, eye = _np.linspace, _np.eye
 
 
 def array(x, dtype=None):

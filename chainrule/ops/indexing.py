@@ -250,17 +250,30 @@ def _key_entry(k, arrays):
     return ArrayIndex(len(arrays) - 1)
 
 
+def _key(key) -> tuple[tuple, list]:
+    """The static key (ints, Slices, None, ArrayIndex) and the index arrays of ``key``."""
+    arrays: list = []
+    entries = []
+    for k in key if isinstance(key, tuple) else (key,):
+        e = _key_entry(k, arrays)
+        entries.extend(e if isinstance(e, list) else [e])
+    return tuple(entries), arrays
+
+
 def getitem(x, key):
     """``x[key]`` with NumPy semantics: basic slicing and integer-array indexing."""
     keys = key if isinstance(key, tuple) else (key,)
     if not is_dispatched(x, *keys):
         return np.asarray(x)[key]
-    arrays: list = []
-    entries = []
-    for k in keys:
-        e = _key_entry(k, arrays)
-        entries.extend(e if isinstance(e, list) else [e])
-    return index(x, *arrays, key=tuple(entries))
+    entries, arrays = _key(key)
+    return index(x, *arrays, key=entries)
+
+
+def index_update(op, x, key, value):
+    """``op(x, value, *index arrays, key=...)`` for a Python index ``key``: the
+    functional updates ``x.at[key].add(value)`` and the like."""
+    entries, arrays = _key(key)
+    return op(x, value, *arrays, key=entries)
 
 
 def _print_index(call, args):

@@ -424,6 +424,10 @@ full_like = _creation("full_like",
 
 def _arange_normalize(types, attrs):
     start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
+    if stop is None:  # arange(n) counts from 0, as NumPy's
+        start, stop = 0, start
+    start, stop, step = (v.item() if isinstance(v, np.generic) else v
+                         for v in (start, stop, step))
     for v in (start, stop, step):
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v):
             raise TypeInferenceError(f"arange: bounds must be finite numbers, got {v!r}")
@@ -451,5 +455,5 @@ def _arange_emit(e):
 arange = define(
     "arange", _arange_type,
     lambda start, stop, step, dtype: np.arange(start, stop, step, dtype=dtype.numpy), 0,
-    {"start": 0, "stop": REQUIRED, "step": 1, "dtype": None}, _arange_normalize,
-    emit=_arange_emit, differentiable=False, fresh=True, aliases=False)
+    {"start": 0, "stop": None, "step": 1, "dtype": None}, _arange_normalize,
+    emit=_arange_emit, differentiable=False, fresh=True, aliases=False, namespace=("arange",))

@@ -16,8 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
-from ..ir.op import REQUIRED, Op, register_op
+from ..ir.op import REQUIRED, Op
 from ..ir.types import ListType, TensorType, TupleType, Type
+from .common import define
 
 
 def _stack(name, t) -> ListType:
@@ -41,8 +42,7 @@ def _push_type(types, attrs):
 
 
 def _op(name, infer, kernel, nargs, attrs=None, normalize=None) -> Op:
-    return register_op(Op(name, infer, kernel, dict(attrs or {}), nargs,
-                          normalize if normalize is not None else (lambda t, a: a)))
+    return define(name, infer, kernel, nargs, attrs, normalize, internal=True)
 
 
 STACK_EMPTY = _op("stack_empty", lambda types, attrs: ListType(attrs["elem"]),
