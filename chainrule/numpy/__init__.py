@@ -68,6 +68,7 @@ if _clash:  # an adapter and an op both claim a name: one of them is a mistake
     raise ImportError(f"chainrule.numpy: {_clash} both declared by ops and written in _core")
 globals().update(_ASSEMBLED)
 
-__all__ = sorted({*_ASSEMBLED, *(n for n in vars(_core) if not n.startswith("_")
-                                  and n not in ("annotations", "builtins", "array_method", "EXPOSED"))})
+_HELPERS = ("annotations", "builtins", "array_method", "EXPOSED")
+__all__ = sorted({*_ASSEMBLED, *(n for n in vars(_core)
+                                  if not n.startswith("_") and n not in _HELPERS)})
 _NUMPY_FUNCTIONS.update({n: globals()[n] for n in __all__ if callable(globals()[n])})

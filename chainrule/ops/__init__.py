@@ -18,7 +18,7 @@ from .shape import *  # noqa: F403
 # the ops chainrule itself declares (user and custom ops register later)
 BUILTIN_OPS = tuple(OPS.values())
 
-__all__ = ["BUILTIN_OPS", "OPS", "Op", "apply", "evaluate", "elementwise", "indexing", "linalg", "nn",
-           "reduction", "shape", "index", "index_add", "index_update", "getitem", "matmul", "softmax",
-           "log_softmax", "logsumexp", "sum", "mean", "max", "min", "prod", "argmax", "argmin",
-           "cumsum", "prefix_product"]
+__all__ = ["BUILTIN_OPS", "OPS", "Op", "apply", "evaluate", "elementwise", "indexing",
+           "linalg", "nn", "reduction", "shape", "index", "index_add", "index_update", "getitem",
+           "matmul", "softmax", "log_softmax", "logsumexp", "sum", "mean", "max", "min", "prod",
+           "argmax", "argmin", "cumsum", "prefix_product"]
