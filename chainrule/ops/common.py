@@ -12,7 +12,44 @@ from ..ir.types import DType, TensorType, TupleType, Type
 
 def define(name: str, infer, kernel, nargs: int | None = 1, attrs=None, normalize=None,
            **facts) -> Op:
-    """Declare and register an op (see ``chainrule.ir.op.Op`` for the facts); returns it."""
+    """Declare and register an op; returns it (see ``chainrule.ir.op.Op`` for the facts).
+
+    ``infer(arg_types, attrs)`` is its type rule, ``kernel(*arrays, **attrs)`` its
+    NumPy implementation, ``attrs`` its attribute names and defaults. Give it a
+    VJP and a JVP rule (``chainrule.rules.vjp_rule`` / ``jvp_rule``) written with
+    ops, and it works in every mode, at every order, compiled and on the tape:
+
+    >>> import numpy as np, chainrule as cr, chainrule.numpy as cnp
+    >>> from chainrule.rules import jvp_rule, vjp_rule
+    >>> smooth_abs = define("smooth_abs", lambda types, attrs: types[0],
+    ...                     lambda x: np.sqrt(x * x + 1.0), elementwise=True,
+    ...                     doc="sqrt(x^2 + 1): |x| with a smooth bottom")
+    >>> @vjp_rule(smooth_abs)
+    ... def smooth_abs_vjp(z, g, x):
+    ...     "z = sqrt(x^2 + 1);  dx = g x / z"
+    ...     return (g * x / z,)
+    >>> @jvp_rule(smooth_abs)
+    ... def smooth_abs_jvp(z, x):
+    ...     "z = sqrt(x^2 + 1);  dz = dx x / z"
+    ...     return (lambda t: t * (x / z),)
+    >>> f = lambda x: cnp.sum(smooth_abs(x) * 2.0)
+    >>> x = np.array([0.0, 2.0])
+    >>> cr.grad(f)(x).round(6)                                    # reverse mode
+    array([0.      , 1.788854])
+    >>> float(cr.jvp(f, (x,), (np.ones(2),))[1].round(6))          # forward mode
+    1.788854
+    >>> np.diag(cr.hessian(f)(x)).round(6)                        # forward over reverse
+    array([2.      , 0.178885])
+    >>> print(cr.trace(f, x))                                     # the text format
+    def main(x: f64[2]) -> f64:
+        lv0 = smooth_abs(x)
+        lv1 = multiply(lv0, 2.0)
+        lv2 = sum(lv1)
+        return lv2
+    <BLANKLINE>
+    >>> cr.parse(str(cr.trace(f, x))) == cr.trace(f, x)           # ...parses back
+    True
+    """
     return register_op(Op(name, infer, kernel, dict(attrs or {}), nargs,
                           normalize if normalize is not None else _same_attrs, **facts))
 
