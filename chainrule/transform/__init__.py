@@ -4,7 +4,7 @@
 of names (``Pipeline(["gradient", "optimize"])``, ``Pipeline.parse(text)``,
 ``python -m chainrule passes FILE gradient,optimize``)."""
 
-from .base import PASSES, FunctionPass, Pass, Pipeline, get_pass, register_pass
+from .base import PASSES, FunctionPass, OptionsPass, Pass, Pipeline, get_pass, register_pass
 from .cse import CSE, cse
 from .dce import DCE, dce
 from .gradient import Gradient, VJPPass, gradient, vjp_module
@@ -17,6 +17,7 @@ from .simplify import Simplify, simplify
 from .transpose import Transpose, transpose
 
 __all__ = ["CSE", "DCE", "FunctionPass", "Gradient", "Inline", "JVPPass", "Linearize",
-           "Optimize", "PASSES", "PartialEval", "Pass", "Pipeline", "Simplify", "Transpose",
-           "VJPPass", "cse", "dce", "get_pass", "gradient", "inline", "jvp", "linearize",
-           "optimize", "partial_eval", "register_pass", "simplify", "transpose", "vjp_module"]
+           "Optimize", "OptionsPass", "PASSES", "PartialEval", "Pass", "Pipeline", "Simplify",
+           "Transpose", "VJPPass", "cse", "dce", "get_pass", "gradient", "inline", "jvp",
+           "linearize", "optimize", "partial_eval", "register_pass", "simplify", "transpose",
+           "vjp_module"]

@@ -25,6 +25,7 @@ def main(x: f64[3]) -> f64:
 from __future__ import annotations
 
 import ast
+import inspect
 from collections.abc import Callable, Iterable
 from operator import is_not
 
@@ -60,6 +61,24 @@ class FunctionPass(Pass):
         funcs = {name: self.transform_function(fn, name, module)
                  for name, fn in module.functions.items()}
         return Module(funcs, module.meta)
+
+
+class OptionsPass(Pass):
+    """A pass that applies ``function(module, **options)``; subclasses set ``name``
+    and ``function``. Options are checked against the function's signature when
+    the pass is built, so a pipeline with a misspelled option fails at once."""
+
+    function: Callable[..., Module]
+
+    def __init__(self, **options):
+        try:
+            inspect.signature(type(self).function).bind(None, **options)
+        except TypeError as exc:
+            raise ChainruleError(f"pass {self.name}: {exc}") from None
+        self.options = options
+
+    def run(self, module: Module) -> Module:
+        return type(self).function(module, **self.options)
 
 
 class _CallablePass(Pass):
@@ -157,10 +176,7 @@ class Pipeline(Pass):
                 except ValueError:
                     raise ChainruleError(f"pipeline {text!r}: option {k.arg} of {item.func.id} "
                                          f"must be a literal") from None
-            try:
-                passes.append(get_pass(item.func.id, **options))
-            except TypeError as exc:
-                raise ChainruleError(f"pipeline {text!r}: pass {item.func.id}: {exc}") from None
+            passes.append(get_pass(item.func.id, **options))
         return cls(passes, verify)
 
 

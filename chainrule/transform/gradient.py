@@ -33,7 +33,7 @@ from ..errors import GradientError
 from ..ir.nodes import Function, If, Module, Tuple, Var, While
 from ..ir.types import TensorType, TupleType, has_float
 from . import gradient_control as control
-from .base import Pass, register_pass
+from .base import OptionsPass, register_pass
 from .gradient_sweep import (
     STRAIGHT_LINE_BACKWARD,
     Context,
@@ -159,30 +159,18 @@ def vjp_module(module: Module, func: str = "main") -> Module:
 
 
 
-class Gradient(Pass):
-    """``gradient`` as a pass: adds ``<func>_adjoint`` (options as ``gradient()``)."""
+class Gradient(OptionsPass):
+    """Adds ``<func>_adjoint`` (reverse mode; options as ``gradient()``)."""
 
     name = "gradient"
-
-    def __init__(self, func: str = "main", require_grads=None, target_index=None,
-                 sens: bool = False, name: str | None = None):
-        self.options = dict(func=func, require_grads=require_grads, target_index=target_index,
-                            sens=sens, name=name)
-
-    def run(self, module: Module) -> Module:
-        return gradient(module, **self.options)
+    function = staticmethod(gradient)
 
 
-class VJPPass(Pass):
+class VJPPass(OptionsPass):
     """Adds ``<func>_vjp(params) -> (result, pullback)`` (see ``vjp_module``)."""
 
     name = "vjp"
-
-    def __init__(self, func: str = "main"):
-        self.func = func
-
-    def run(self, module: Module) -> Module:
-        return vjp_module(module, self.func)
+    function = staticmethod(vjp_module)
 
 
 register_pass(Gradient)

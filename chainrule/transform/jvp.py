@@ -31,7 +31,7 @@ from ..ir.types import FuncType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars
 from ..rules import JVP, has_jvp
 from .adjoint import Adjoints
-from .base import Pass, register_pass
+from .base import OptionsPass, register_pass
 from .jvp_closures import (
     STACK_FORWARD,
     closure_call_forward,
@@ -334,16 +334,11 @@ def jvp(module: Module, func: str = "main") -> Module:
     return jvp_with_loop_splits(module, func)[0]
 
 
-class JVPPass(Pass):
-    """Forward mode as a pass: adds ``<func>_jvp`` (see ``jvp``)."""
+class JVPPass(OptionsPass):
+    """Adds ``<func>_jvp`` (forward mode, dual numbers; see ``jvp``)."""
 
     name = "jvp"
-
-    def __init__(self, func: str = "main"):
-        self.func = func
-
-    def run(self, module: Module) -> Module:
-        return jvp(module, self.func)
+    function = staticmethod(jvp)
 
 
 register_pass(JVPPass)

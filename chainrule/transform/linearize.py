@@ -16,7 +16,7 @@ from ..ir.nodes import Call, Module, Tuple, Var
 from ..ir.op import Op
 from ..ir.types import TensorType
 from ..ir.visitor import Mutator, vars_used
-from .base import Pass, register_pass
+from .base import OptionsPass, register_pass
 from .inline import inline
 from .jvp import jvp_with_loop_splits
 from .unzip import Unzip
@@ -77,16 +77,11 @@ def linearize(module: Module, func: str = "main") -> Module:
     return Module(funcs, module.meta)
 
 
-class Linearize(Pass):
+class Linearize(OptionsPass):
     """Adds ``<func>_primal`` and ``<func>_tangent`` (see ``linearize``)."""
 
     name = "linearize"
-
-    def __init__(self, func: str = "main"):
-        self.func = func
-
-    def run(self, module: Module) -> Module:
-        return linearize(module, self.func)
+    function = staticmethod(linearize)
 
 
 register_pass(Linearize)

@@ -35,7 +35,7 @@ from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_var
 from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
 from ..rules import VJP
 from .adjoint import Adjoints, prune
-from .base import Pass, register_pass
+from .base import OptionsPass, register_pass
 
 
 class Undefined(ArrayMethods):
@@ -352,16 +352,11 @@ def _mentions(atom, lin) -> bool:
     return isinstance(atom, Var) and atom in lin
 
 
-class Transpose(Pass):
+class Transpose(OptionsPass):
     """Adds ``<func>_transpose`` for a function linear in ``linear`` (see ``transpose``)."""
 
     name = "transpose"
-
-    def __init__(self, func: str = "main", linear=None, name: str | None = None):
-        self.options = dict(func=func, linear=linear, name=name)
-
-    def run(self, module: Module) -> Module:
-        return transpose(module, **self.options)
+    function = staticmethod(transpose)
 
 
 register_pass(Transpose)
