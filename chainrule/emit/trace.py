@@ -139,11 +139,19 @@ class Trace:
         return Traced(self, var)
 
     def apply(self, op: Op, args, attrs):
-        strong = [a.var.type.dtype.numpy for a in args
-                  if isinstance(a, Traced) and isinstance(a.var.type, TensorType)]
-        strong += [np.asarray(a).dtype for a in args
-                   if isinstance(a, _ARRAY_TYPES)]
-        atoms = [self.atom(a, strong) for a in args]
+        atoms = []
+        for a in args:  # the common case first: values of this trace
+            if type(a) is Traced and a.trace is self:
+                atoms.append(a.var)
+            else:
+                atoms = None
+                break
+        if atoms is None:
+            strong = [a.var.type.dtype.numpy for a in args
+                      if isinstance(a, Traced) and isinstance(a.var.type, TensorType)]
+            strong += [np.asarray(a).dtype for a in args
+                       if isinstance(a, _ARRAY_TYPES)]
+            atoms = [self.atom(a, strong) for a in args]
         try:
             var = self.builder.call(op, atoms, attrs)
         except TypeInferenceError as exc:

@@ -18,7 +18,7 @@ def main(x: f32[5, 5]) -> f32:
 from __future__ import annotations
 
 from ..errors import ChainruleError, TypeInferenceError
-from .infer import arg_type, infer_value, simple_block_type
+from .infer import arg_type, infer_value, simple_block_type, type_call
 from .nodes import Binding, Block, Call, Constant, Function, Module, Tuple, Var, is_arg
 from .op import Op
 from .types import FuncType, Type
@@ -66,6 +66,12 @@ class Builder:
         self._frames[-1].append(Binding(var, value))
         return var
 
+    def emit_typed(self, value, type: Type, name: str | None = None) -> Var:
+        """Bind ``value`` whose type the caller knows (a copy of a checked binding)."""
+        var = Var(self.fresh_name(name), type)
+        self._frames[-1].append(Binding(var, value))
+        return var
+
     def bind(self, var: Var, value) -> Var:
         """Bind an existing variable (its type must match the value's)."""
         value, t = infer_value(value, self.global_type, simple_block_type)
@@ -81,16 +87,36 @@ class Builder:
         frame = self._frames[-1]
         if not frame or frame[-1].var is not var:
             return var
-        new = Var(name, var.type)
-        frame[-1] = Binding(new, frame[-1].value)
+        return self.rebind(len(frame) - 1, name)
+
+    def rebind(self, index: int, name: str) -> Var:
+        """Replace binding ``index`` of the open block by one binding a new variable
+        called ``name`` to the same value; returns it. The caller makes sure nothing
+        emitted yet reads the old variable (this is how a pass names a value it
+        emitted a moment ago, before anything uses it: no node changes)."""
+        frame = self._frames[-1]
+        old = frame[index]
+        new = Var(name, old.var.type)
+        frame[index] = Binding(new, old.value)
         return new
 
     def call(self, callee, args, attrs: dict | None = None, name: str | None = None) -> Var:
+        types = []
         for a in args:
-            if type(a) is not Var and type(a) is not Constant and not is_arg(a):
+            if type(a) is Var or type(a) is Constant:
+                types.append(a.type)
+            elif is_arg(a):
+                types.append(arg_type(a))
+            else:
                 what = callee.name if isinstance(callee, Op) else getattr(callee, "name", callee)
                 raise ChainruleError(f"{what}: argument {a!r} is not a variable or constant")
-        return self.emit(Call(callee, args, attrs or {}), name)
+        if type(callee) is not Op:
+            return self.emit(Call(callee, args, attrs or {}), name)
+        attrs = attrs or {}
+        new_attrs, t = type_call(callee, types, attrs)  # the common case, without dispatch
+        var = Var(self.fresh_name(name), t)
+        self._frames[-1].append(Binding(var, Call(callee, args, new_attrs)))
+        return var
 
     # -- blocks --------------------------------------------------------------------
     def begin_block(self) -> None:

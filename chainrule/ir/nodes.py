@@ -16,7 +16,13 @@ from .types import DType, FuncType, TensorType, TupleType, Type
 
 
 class Frozen:
-    """Nodes are immutable: their fields are set once, in ``__init__``."""
+    """Nodes that refuse assignment: their fields are set once, in ``__init__``.
+
+    Every node is immutable; variables, blocks, functions, branches, loops and
+    constants enforce it (a variable renamed in place, or a function flagged
+    after it is built, raises). Calls, bindings and tuples, built by the million
+    by every pass, are immutable by convention only, to keep them cheap to make.
+    """
 
     __slots__ = ()
 
@@ -27,14 +33,17 @@ class Frozen:
     __delattr__ = __setattr__
 
 
-_set = object.__setattr__
+def _setters(cls) -> tuple:
+    """The setters of ``cls``'s fields, in ``__slots__`` order, for its ``__init__``
+    (assignment is refused once a node exists)."""
+    return tuple(getattr(cls, field).__set__ for field in cls.__slots__)
 
 
-class Expr(Frozen):
+class Expr:
     __slots__ = ()
 
 
-class Var(Expr):
+class Var(Expr, Frozen):
     """A variable; identity-hashed. ``name`` is only a hint for printing."""
 
     __slots__ = ("name", "type")
@@ -42,20 +51,22 @@ class Var(Expr):
     def __init__(self, name: str, type: Type):
         if not isinstance(type, Type):
             raise ChainruleError(f"variable {name!r} needs a type, not {type!r}")
-        _set(self, "name", name)
-        _set(self, "type", type)
+        _var_name(self, name)
+        _var_type(self, type)
 
     def __repr__(self) -> str:
         return f"%{self.name}: {self.type!r}"
 
+_var_name, _var_type = _setters(Var)
 
-class GlobalVar(Expr):
+
+class GlobalVar(Expr, Frozen):
     """A reference to a function of the module, by name."""
 
     __slots__ = ("name",)
 
     def __init__(self, name: str):
-        _set(self, "name", name)
+        _global_var_name(self, name)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, GlobalVar) and other.name == self.name
@@ -66,8 +77,10 @@ class GlobalVar(Expr):
     def __repr__(self) -> str:
         return f"@{self.name}"
 
+(_global_var_name,) = _setters(GlobalVar)
 
-class Constant(Expr):
+
+class Constant(Expr, Frozen):
     """A constant array (read-only)."""
 
     __slots__ = ("data", "type")
@@ -75,20 +88,22 @@ class Constant(Expr):
     def __init__(self, data):
         arr = np.array(data, copy=True)
         arr.setflags(write=False)
-        _set(self, "data", arr)
-        _set(self, "type", TensorType(arr.shape, DType(arr.dtype)))
+        _constant_data(self, arr)
+        _constant_type(self, TensorType(arr.shape, DType(arr.dtype)))
 
     def __repr__(self) -> str:
         return f"Constant({self.data!r})"
+
+_constant_data, _constant_type = _setters(Constant)
 
 
 class Call(Expr):
     __slots__ = ("callee", "args", "attrs")
 
     def __init__(self, callee, args, attrs=None):
-        _set(self, "callee", callee)
-        _set(self, "args", tuple(args))
-        _set(self, "attrs", dict(attrs) if attrs else {})
+        self.callee = callee
+        self.args = tuple(args)
+        self.attrs = dict(attrs) if attrs else {}
 
     def __repr__(self) -> str:
         name = getattr(self.callee, "name", self.callee)
@@ -99,7 +114,7 @@ class Tuple(Expr):
     __slots__ = ("fields",)
 
     def __init__(self, fields):
-        _set(self, "fields", tuple(fields))
+        self.fields = tuple(fields)
 
     def __repr__(self) -> str:
         return f"Tuple{self.fields!r}"
@@ -109,16 +124,16 @@ class TupleGetItem(Expr):
     __slots__ = ("tuple_value", "index")
 
     def __init__(self, tuple_value, index: int):
-        _set(self, "tuple_value", tuple_value)
-        _set(self, "index", int(index))
+        self.tuple_value = tuple_value
+        self.index = int(index)
 
 
-class Binding(Frozen):
+class Binding:
     __slots__ = ("var", "value")
 
     def __init__(self, var: Var, value: Expr):
-        _set(self, "var", var)
-        _set(self, "value", value)
+        self.var = var
+        self.value = value
 
     def __repr__(self) -> str:
         return f"Binding({self.var!r} = {self.value!r})"
@@ -130,20 +145,24 @@ class Block(Frozen):
     __slots__ = ("bindings", "result")
 
     def __init__(self, bindings, result):
-        _set(self, "bindings", tuple(bindings))
-        _set(self, "result", result)
+        _block_bindings(self, tuple(bindings))
+        _block_result(self, result)
+
+_block_bindings, _block_result = _setters(Block)
 
 
-class If(Expr):
+class If(Expr, Frozen):
     __slots__ = ("cond", "then_block", "else_block")
 
     def __init__(self, cond, then_block: Block, else_block: Block):
-        _set(self, "cond", cond)
-        _set(self, "then_block", then_block)
-        _set(self, "else_block", else_block)
+        _if_cond(self, cond)
+        _if_then_block(self, then_block)
+        _if_else_block(self, else_block)
+
+_if_cond, _if_then_block, _if_else_block = _setters(If)
 
 
-class While(Expr):
+class While(Expr, Frozen):
     """A structured loop with loop-carried values.
 
     Each iteration binds ``loop_vars`` to the current carry, runs ``cond`` (a
@@ -155,10 +174,10 @@ class While(Expr):
     __slots__ = ("loop_vars", "init", "cond", "body")
 
     def __init__(self, loop_vars, init, cond: Block, body: Block):
-        _set(self, "loop_vars", tuple(loop_vars))
-        _set(self, "init", tuple(init))
-        _set(self, "cond", cond)
-        _set(self, "body", body)
+        _while_loop_vars(self, tuple(loop_vars))
+        _while_init(self, tuple(init))
+        _while_cond(self, cond)
+        _while_body(self, body)
         if len(self.loop_vars) != len(self.init):
             raise ChainruleError(
                 f"while loop has {len(self.loop_vars)} loop variables but "
@@ -171,8 +190,10 @@ class While(Expr):
             return self.loop_vars[0].type
         return TupleType(v.type for v in self.loop_vars)
 
+_while_loop_vars, _while_init, _while_cond, _while_body = _setters(While)
 
-class Function(Expr):
+
+class Function(Expr, Frozen):
     """A function; as a binding's value it is a closure over its free variables.
 
     ``attrs`` holds flags of module functions, printed as decorators: only
@@ -183,14 +204,16 @@ class Function(Expr):
     __slots__ = ("params", "body", "ret_type", "attrs")
 
     def __init__(self, params, body: Block, ret_type: Type, attrs=None):
-        _set(self, "params", tuple(params))
-        _set(self, "body", body)
-        _set(self, "ret_type", ret_type)
-        _set(self, "attrs", dict(attrs) if attrs else {})
+        _function_params(self, tuple(params))
+        _function_body(self, body)
+        _function_ret_type(self, ret_type)
+        _function_attrs(self, dict(attrs) if attrs else {})
 
     @property
     def type(self) -> FuncType:
         return FuncType([p.type for p in self.params], self.ret_type)
+
+_function_params, _function_body, _function_ret_type, _function_attrs = _setters(Function)
 
 
 ATOMS = (Var, Constant)

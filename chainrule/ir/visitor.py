@@ -6,6 +6,8 @@ Bindings are walked in loops; recursion only follows the nesting of blocks
 
 from __future__ import annotations
 
+from operator import is_
+
 from .builder import Builder
 from .nodes import (
     Binding,
@@ -20,6 +22,7 @@ from .nodes import (
     Var,
     While,
 )
+from .op import Op
 
 
 def nested_blocks(value):
@@ -194,7 +197,15 @@ class Mutator:
             if isinstance(new, (Var, Constant)) and not isinstance(binding.value, (Var, Constant)):
                 self.subst[binding.var] = new
                 continue
-            var = b.emit(new, binding.var.name)
+            old = binding.value
+            if (type(new) is Call and type(old) is Call and new.callee is old.callee
+                    and type(old.callee) is Op and new.attrs is old.attrs
+                    and all(type(x) is not Tuple and x.type is y.type
+                            for x, y in zip(new.args, old.args))):
+                # the same op on operands of the same types: the type is the old one
+                var = b.emit_typed(new, binding.var.type, binding.var.name)
+            else:
+                var = b.emit(new, binding.var.name)
             self.subst[binding.var] = var
 
     def function(self, fn: Function) -> Function:
@@ -225,43 +236,58 @@ def substitute_vars(fn: Function, sub: dict) -> Function:
     """
     if not sub:
         return fn
+    get = sub.get
 
     def atom(x):
-        if type(x) is Var:
-            return sub.get(x, x)
         if type(x) is Tuple:
             fields = [atom(f) for f in x.fields]
-            return x if all(a is b for a, b in zip(fields, x.fields)) else Tuple(fields)
-        return x
+            return x if all(map(is_, fields, x.fields)) else Tuple(fields)
+        return get(x, x)
 
     def value(v):
         t = type(v)
         if t is Call:
-            callee = atom(v.callee) if type(v.callee) is Var else v.callee
-            args = [atom(a) for a in v.args]
-            if callee is v.callee and all(a is b for a, b in zip(args, v.args)):
-                return v
-            return Call(callee, args, v.attrs)
+            args = v.args
+            callee = v.callee
+            for a in args:
+                if a in sub or type(a) is Tuple:
+                    break
+            else:
+                if callee not in sub:
+                    return v
+            return Call(get(callee, callee), [atom(a) for a in args], v.attrs)
+        if t is Var:
+            return get(v, v)
         if t is TupleGetItem:
-            tv = atom(v.tuple_value)
-            return v if tv is v.tuple_value else TupleGetItem(tv, v.index)
+            tv = v.tuple_value
+            return TupleGetItem(sub[tv], v.index) if tv in sub else v
+        if t is Tuple:
+            return atom(v)
         if t is If:
             return If(atom(v.cond), block(v.then_block), block(v.else_block))
         if t is While:
-            return While([atom(lv) for lv in v.loop_vars], [atom(i) for i in v.init],
+            return While([get(lv, lv) for lv in v.loop_vars], [atom(i) for i in v.init],
                          block(v.cond), block(v.body))
         if t is Function:
             return function(v)
-        return atom(v)
+        return v
 
     def block(blk):
         bindings = []
+        changed = False
         for b in blk.bindings:
-            var, val = sub.get(b.var, b.var), value(b.value)
-            bindings.append(b if var is b.var and val is b.value else Binding(var, val))
-        return Block(bindings, atom(blk.result))
+            var, val = get(b.var, b.var), value(b.value)
+            if var is b.var and val is b.value:
+                bindings.append(b)
+            else:
+                bindings.append(Binding(var, val))
+                changed = True
+        result = atom(blk.result)
+        if not changed and result is blk.result:
+            return blk
+        return Block(bindings, result)
 
     def function(f):
-        return Function([atom(p) for p in f.params], block(f.body), f.ret_type, f.attrs)
+        return Function([get(p, p) for p in f.params], block(f.body), f.ret_type, f.attrs)
 
     return function(fn)

@@ -130,7 +130,16 @@ def _gradient_body(ctx, sweep, fn, wanted, result, rtype, ttype, target_index, s
         seed = sweep.b.param("cotangent", ttype)
         ctx.forward_vars.add(seed)  # a parameter of the interface: keep its name
     else:
-        seed = sweep.b.call(ops.ones, [], {"shape": (), "dtype": ttype.dtype})
+        target = result if target_index is None else _field(result, target_index)
+        if isinstance(target, Var) and target in sweep.relevant:
+            # the seed is the target's adjoint: named so when it is made
+            seed = sweep.b.rename_last(
+                sweep.b.call(ops.ones, [], {"shape": (), "dtype": ttype.dtype}),
+                f"{sweep.new(target).name}_adjoint")
+            sweep.named_early[target] = seed
+            ctx.named.add(seed)
+        else:
+            seed = sweep.b.call(ops.ones, [], {"shape": (), "dtype": ttype.dtype})
     if target_index is not None:
         parts = [None] * len(rtype.fields)
         parts[target_index] = seed
@@ -145,6 +154,11 @@ def _gradient_body(ctx, sweep, fn, wanted, result, rtype, ttype, target_index, s
         else:
             adjoints.append(sweep.adj.materialize(msg, v.type))
     return sweep.b.finish_function(Tuple([new_result, Tuple(adjoints)]))
+
+
+def _field(result, index: int):
+    """Field ``index`` of a tuple result (a Tuple of atoms), or None."""
+    return result.fields[index] if isinstance(result, Tuple) else None
 
 
 def vjp_module(module: Module, func: str = "main") -> Module:

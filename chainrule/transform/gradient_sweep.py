@@ -28,7 +28,7 @@ from ..ir.nodes import (
 )
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, Type, has_float
-from ..ir.visitor import Mutator, substitute_vars, vars_used
+from ..ir.visitor import Mutator, atoms_of, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_OPS
 from ..rules import VJP, has_vjp
 from .adjoint import Adjoints, prune
@@ -39,15 +39,36 @@ from .adjoint import Adjoints, prune
 def relevant_vars(bindings, sources, targets) -> set[Var]:
     """Variables that depend on a source and that a target depends on (the rest
     is the seed's "irrelevant parts")."""
+    return _analyze(bindings, sources, targets)[0]
+
+
+def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
+    """The relevant variables, and how many times each variable is read by relevant
+    straight-line bindings (for the variables nothing else reads: not a branch, a
+    loop, a function call, nor the result)."""
     needs = set(sources)
     for b in bindings:
         if has_float(b.var.type) and any(v in needs for v in vars_used(b.value)):
             needs.add(b.var)
     reaches = {t for t in targets if isinstance(t, Var)}
+    counts: dict[Var, int] = {}
+    other: set[Var] = set(reaches)
     for b in reversed(bindings):
         if b.var in reaches:
-            reaches.update(vars_used(b.value))
-    return needs & reaches
+            used = vars_used(b.value)
+            reaches.update(used)
+            if b.var in needs:
+                v = b.value
+                t = type(v)
+                if ((t is Call and type(v.callee) is Op) or t is Tuple or t is TupleGetItem
+                        or t is Var):
+                    for a in used:
+                        counts[a] = counts.get(a, 0) + 1
+                else:
+                    other.update(used)
+    for v in other:
+        counts.pop(v, None)
+    return needs & reaches, counts
 
 
 def missing_rules(bindings, relevant) -> list[str]:
@@ -105,12 +126,14 @@ class Context:
         self.generated: dict[str, Function] = {}
         self.types: dict[str, FuncType] = {}
         self.forward_vars: set[Var] = set()  # copies of forward values: never renamed
-        # an emitted variable -> the same value under its name as an adjoint
-        self.named: dict[Var, Var] = {}
+        self.named: set[Var] = set()  # variables named as someone's adjoint
+        # an emitted variable -> the same value under its name as an adjoint, for the
+        # adjoints known to be final only after the variable was read
+        self.renames: dict[Var, Var] = {}
 
     def finish(self, fn: Function) -> Function:
         """``fn`` with the adjoint names chosen during the sweeps given to its variables."""
-        return substitute_vars(fn, self.named)
+        return substitute_vars(fn, self.renames)
 
     def vjp_name(self, name: str) -> str:
         vname = f"{name}_vjp"
@@ -175,7 +198,7 @@ class Sweep:
         self.trace = trace or ctx.new_trace(len(self.bindings))
         self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
-        self.relevant = relevant_vars(self.bindings, sources, targets)
+        self.relevant, uses = _analyze(self.bindings, sources, targets)
         self.pullbacks: dict[Var, Var] = {}
         self.extra: dict[Var, object] = {}  # per-binding data for backward handlers
         self.parent = parent
@@ -185,6 +208,10 @@ class Sweep:
             raise NoRuleError("no VJP rule for: " + "; ".join(missing) +
                               " (register one with chainrule.rules.register_vjp)")
         self.copy = self._make_copy()
+        # contributions each adjoint still expects (straight-line uses only; the others
+        # are named when the sweep reaches them), and adjoints named as they were made
+        self.expected = uses
+        self.named_early: dict[Var, Var] = {}
 
     def wants(self, v: Var) -> bool:
         return v in self.relevant
@@ -229,7 +256,7 @@ class Sweep:
             msg = adj.msgs.pop(v, None)
             if msg is None or v not in self.relevant:
                 continue
-            if isinstance(v.type, TensorType):
+            if isinstance(v.type, TensorType) and self.named_early.get(v) is not msg:
                 msg = self.name_adjoint(v, msg)
             if v in keep:
                 found[v] = msg
@@ -237,13 +264,58 @@ class Sweep:
             if handler is None:
                 raise GradientError(f"{v.name}: reverse mode through "
                                     f"{type(binding.value).__name__} is not supported")
+            start = len(self.b.bindings)
             handler(self, binding, msg)
+            if self.expected:
+                self._name_final(binding, start)
         for p in self.inputs:
             msg = adj.msgs.pop(p, None)
-            if msg is not None and isinstance(p.type, TensorType):
+            if (msg is not None and isinstance(p.type, TensorType)
+                    and self.named_early.get(p) is not msg):
                 msg = self.name_adjoint(p, msg)
             found[p] = msg
         return found
+
+    def _name_final(self, binding: Binding, start: int) -> None:
+        """Name the adjoints that ``binding``'s rule has just completed: an operand's
+        last expected contribution arrived, and its message is a variable this rule
+        emitted that nothing read yet, so it is bound under ``<v>_adjoint`` at once."""
+        expected = self.expected
+        value = binding.value
+        done = None
+        for u in value.args if type(value) is Call else atoms_of(value):
+            n = expected.get(u)
+            if n is None:
+                continue
+            if n > 1:
+                expected[u] = n - 1
+                continue
+            del expected[u]
+            if done is None:
+                done = [u]
+            else:
+                done.append(u)
+        if done is None:
+            return
+        frame, msgs = self.b.bindings, self.adj.msgs
+        end = len(frame)
+        for u in done:
+            m = msgs.get(u)
+            if type(m) is not Var or type(u.type) is not TensorType:
+                continue
+            k = end - 1  # among what this rule emitted, from the last
+            while k >= start and frame[k].var is not m:
+                k -= 1
+            if k < start:
+                continue
+            if len(done) > 1 and sum(msgs.get(w) is m for w in done) > 1:
+                continue  # one variable for two adjoints: named when the sweep reaches them
+            if k + 1 < end and any(m in atoms_of(b.value) or nested_blocks(b.value)
+                                   for b in frame[k + 1:]):
+                continue
+            new = self.b.rebind(k, f"{self.new(u).name}_adjoint")
+            msgs[u] = self.named_early[u] = new
+            self.ctx.named.add(new)
 
     def name_adjoint(self, v: Var, msg):
         """The adjoint of ``v`` as a variable named ``<v>_adjoint`` (one per adjoint): a
@@ -251,11 +323,12 @@ class Sweep:
         (``Context.finish``); a forward value or one named already is copied."""
         name = f"{self.new(v).name}_adjoint"
         ctx = self.ctx
-        if isinstance(msg, Var) and msg not in ctx.named and msg not in ctx.forward_vars:
-            ctx.named[msg] = Var(name, msg.type)
+        if (isinstance(msg, Var) and msg not in ctx.named and msg not in ctx.renames
+                and msg not in ctx.forward_vars):
+            ctx.renames[msg] = Var(name, msg.type)
             return msg
         var = self.b.emit(msg, name)
-        ctx.named[var] = var
+        ctx.named.add(var)
         return var
 
 

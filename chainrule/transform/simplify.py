@@ -81,8 +81,10 @@ MAX_SWEEPS = 8
 _RULE_CHAIN = 4  # rewrites of one binding per sweep before moving on
 
 # ops that keep a uniform value uniform (every element equal)
-_UNIFORM_PRESERVING = (ops.broadcast_to, ops.reshape, ops.expand_dims, ops.squeeze,
-                       ops.permute_dims, ops.flip)
+_UNIFORM_PRESERVING = frozenset((ops.broadcast_to, ops.reshape, ops.expand_dims, ops.squeeze,
+                                 ops.permute_dims, ops.flip))
+_FULL = frozenset((ops.full, ops.full_like))
+_BROADCAST_TO, _INDEX_ADD, _NEGATIVE = ops.broadcast_to, ops.index_add, ops.negative
 # ops without operands folded when they make a scalar (the seed ones(()) of a gradient)
 _CREATION = (ops.zeros, ops.ones, ops.full, ops.arange)
 # the value every element of a creation op's result has
@@ -135,7 +137,7 @@ class _Simplifier:
             self.defs[var] = value
             op = value.callee
             u = _FILLED.get(op, _NO_VALUE)
-            if op is ops.full or op is ops.full_like:
+            if op in _FULL:
                 # the value as stored: full(2, dtype=bool) holds True, not 2
                 try:
                     with np.errstate(all="ignore"):
@@ -145,7 +147,7 @@ class _Simplifier:
                     u = _NO_VALUE
             elif op in _UNIFORM_PRESERVING:
                 u = self.uniform_of(value.args[0])
-                if op is ops.broadcast_to:
+                if op is _BROADCAST_TO:
                     self.bcast.add(var)
             if u is not _NO_VALUE:
                 self.uniform[var] = u
@@ -240,7 +242,10 @@ class _Simplifier:
         """A simpler value for ``var = call`` (atom or Call or Tuple), or None: the first
         pattern of ``PATTERNS`` (broadcast operands first) that applies."""
         t = var.type
-        for pattern in (unbroadcast, *PATTERNS.get(call.callee, ())):
+        new = unbroadcast(self, call, t, out, var.name)
+        if new is not None:
+            return new
+        for pattern in PATTERNS.get(call.callee, ()):
             new = pattern(self, call, t, out, var.name)
             if new is not None:
                 return new
@@ -320,9 +325,9 @@ def unbroadcast(s, call, t, out, hint):
     when the result type stays the same: NumPy broadcasts ``a`` itself, without the view;
     a constant with all elements equal is read as a scalar likewise"""
     op = call.callee
-    if op is ops.index_add:
+    if op is _INDEX_ADD:
         positions = (1,)
-    elif op.elementwise and len(call.args) > 1:
+    elif op.elementwise and op.nargs != 1:
         positions = range(len(call.args))
     else:
         return None
@@ -346,30 +351,27 @@ def unbroadcast(s, call, t, out, hint):
     return None
 
 
-def _operand_is(position: int, value):
-    def holds(s, call):
-        return _is(s.uniform_of(call.args[position]), value)
-
-    return holds
-
-
-def keep(position: int, when):
-    """op(x, c) -> x  (cast and broadcast to the result type)"""
-
-    def pattern(s, call, t, out, hint):
-        return s.adapt(call.args[position], t, out, hint) if when(s, call) else None
-
-    pattern.__doc__ = f"keep operand {position}"
-    return pattern
+# op -> its identities: (the operand kept, the value of every element of the other
+# operand, whether the kept operand is negated)
+IDENTITIES = {
+    ops.add: [(0, 0, False), (1, 0, False)],                        # x + 0, 0 + x -> x
+    ops.subtract: [(0, 0, False), (1, 0, True)],                    # x - 0 -> x, 0 - x -> -x
+    ops.multiply: [(0, 1, False), (1, 1, False), (0, -1, True), (1, -1, True)],  # x * 1, x * -1
+    ops.divide: [(0, 1, False)],                                    # x / 1 -> x
+    ops.power: [(0, 1, False)],                                     # x ** 1 -> x
+}
 
 
-def negate(position: int, when):
-    """op(x, c) -> -x"""
-
-    def pattern(s, call, t, out, hint):
-        return s.negated(call.args[position], t, out, hint) if when(s, call) else None
-
-    return pattern
+def identity(s, call, t, out, hint):
+    """x + 0 -> x, x * 1 -> x, x * -1 -> -x, ... (``IDENTITIES``; x cast and broadcast to
+    the result type)"""
+    a, b = call.args
+    uniform = (s.uniform_of(a), s.uniform_of(b))
+    for kept, value, negated in IDENTITIES[call.callee]:
+        if _is(uniform[1 - kept], value):
+            x = call.args[kept]
+            return s.negated(x, t, out, hint) if negated else s.adapt(x, t, out, hint)
+    return None
 
 
 def square_as_multiply(s, call, t, out, hint):
@@ -385,7 +387,7 @@ def sign_into_constant(s, call, t, out, hint):
     one elementwise op fewer, the same bits: IEEE negation is exact, rounding symmetric)"""
     a, b = call.args
     for k, (x, c) in enumerate(((a, b), (b, a))):
-        inner = s.op_def(x, (ops.negative,))
+        inner = s.op_def(x, (_NEGATIVE,))
         if inner is not None and _float_constant(c):
             pair = [inner.args[0], Constant(np.negative(c.data))]
             return s.typed_call(call.callee, pair if k == 0 else pair[::-1], {}, t)
@@ -452,17 +454,13 @@ def broadcast_chain(s, call, t, out, hint):
 
 
 _RESHAPES = (ops.reshape, ops.expand_dims, ops.squeeze)
-_ZERO_1, _ZERO_0 = _operand_is(1, 0), _operand_is(0, 0)
-_ONE_1, _ONE_0 = _operand_is(1, 1), _operand_is(0, 1)
 
 PATTERNS = {
-    ops.add: [keep(0, _ZERO_1), keep(1, _ZERO_0)],                   # x + 0, 0 + x
-    ops.subtract: [keep(0, _ZERO_1), negate(1, _ZERO_0)],            # x - 0, 0 - x
-    ops.multiply: [keep(0, _ONE_1), keep(1, _ONE_0),                 # x * 1, 1 * x
-                   negate(0, _operand_is(1, -1)), negate(1, _operand_is(0, -1)),
-                   sign_into_constant],
-    ops.divide: [keep(0, _ONE_1), sign_into_constant],               # x / 1
-    ops.power: [keep(0, _ONE_1), square_as_multiply],                # x ** 1, x ** 2
+    ops.add: [identity],
+    ops.subtract: [identity],
+    ops.multiply: [identity, sign_into_constant],
+    ops.divide: [identity, sign_into_constant],
+    ops.power: [identity, square_as_multiply],
     ops.negative: [double_negation, negation_into_constant],
     ops.reshape: [no_op_shape, reshape_chain],
     ops.expand_dims: [no_op_shape, reshape_chain],
