@@ -251,6 +251,8 @@ class Sweep:
         (required intermediate variables) and of the inputs."""
         adj = self.adj
         found = {}
+        frame = self.b.bindings  # handlers open nested blocks but return to this one
+        backward = self.ctx.backward
         for binding in reversed(self.bindings):
             v = binding.var
             msg = adj.msgs.pop(v, None)
@@ -260,14 +262,14 @@ class Sweep:
                 msg = self.name_adjoint(v, msg)
             if v in keep:
                 found[v] = msg
-            handler = self.ctx.backward.get(type(binding.value))
+            handler = backward.get(type(binding.value))
             if handler is None:
                 raise GradientError(f"{v.name}: reverse mode through "
                                     f"{type(binding.value).__name__} is not supported")
-            start = len(self.b.bindings)
+            start = len(frame)
             handler(self, binding, msg)
             if self.expected:
-                self._name_final(binding, start)
+                self._name_final(binding, frame, start)
         for p in self.inputs:
             msg = adj.msgs.pop(p, None)
             if (msg is not None and isinstance(p.type, TensorType)
@@ -276,7 +278,7 @@ class Sweep:
             found[p] = msg
         return found
 
-    def _name_final(self, binding: Binding, start: int) -> None:
+    def _name_final(self, binding: Binding, frame: list, start: int) -> None:
         """Name the adjoints that ``binding``'s rule has just completed: an operand's
         last expected contribution arrived, and its message is a variable this rule
         emitted that nothing read yet, so it is bound under ``<v>_adjoint`` at once."""
@@ -297,7 +299,7 @@ class Sweep:
                 done.append(u)
         if done is None:
             return
-        frame, msgs = self.b.bindings, self.adj.msgs
+        msgs = self.adj.msgs
         end = len(frame)
         for u in done:
             m = msgs.get(u)
