@@ -19,7 +19,7 @@ LAYERS = [
     {"rules"},
     {"transform"},
     {"backend"},
-    {"numpy"},
+    {"numpy", "scipy"},
     {"frontend"},
     {"tape"},
     {"custom", "api", "api_forward", "testing"},

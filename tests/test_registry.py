@@ -6,13 +6,15 @@ in every mode (tests/test_rules_rev.py, tests/test_forward.py)."""
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
+from namespace_cases import collect
 from op_catalog import CATALOG, FORWARD_ONLY, TEXT
 from test_codegen import check
 
 import chainrule as cr
-import chainrule.numpy as cnp
 from chainrule import ops
 from chainrule.ir import Call, Op
 from chainrule.ir.visitor import nested_blocks
@@ -38,8 +40,22 @@ def _traced(catalog) -> dict:
     return {name: cr.trace(fn, *args) for name, (fn, args) in catalog.items()}
 
 
-COVERED_FD = set().union(*map(_ops_in, _traced(CATALOG).values()))
+def _traced_cases(grad: bool) -> list:
+    out = []
+    for c in collect():
+        if c.grad == grad or not grad:
+            for args in c.args[:c.grad_sets if grad else None]:
+                try:
+                    out.append(cr.trace(c.fn, *args))
+                except cr.ChainruleError:
+                    pass  # a case whose function takes no array (creation functions)
+    return out
+
+
+COVERED_FD = set().union(*map(_ops_in, _traced(CATALOG).values()),
+                         *map(_ops_in, _traced_cases(grad=True)))
 COVERED = COVERED_FD.union(*map(_ops_in, _traced(FORWARD_ONLY).values()),
+                           *map(_ops_in, _traced_cases(grad=False)),
                            *(_ops_in(cr.parse(t)) for t in TEXT.values()))
 
 
@@ -66,9 +82,12 @@ def test_op_is_reachable_from_the_namespace(name):
         return
     names = list(op.namespace) + EXPOSED.get(op, [])
     assert names, f"{name}: no chainrule.numpy function applies it"
-    for n in op.namespace:
-        assert getattr(cnp, n).op is op
-        assert n in cnp.__all__
+    for qualified in op.namespace:
+        head, _, n = qualified.rpartition(".")
+        module = importlib.import_module("chainrule.scipy." + head[6:] if head.startswith(
+            "scipy.") else "chainrule.numpy" + ("." + head if head else ""))
+        assert getattr(module, n).op is op, qualified
+        assert n in module.__all__, qualified
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))

@@ -65,8 +65,9 @@ class Op:
       generated code may overwrite once it is dead).
     - ``aliases``: the result may be a view of an operand.
     - ``inplace``: the template can write the result into a dead operand.
-    - ``namespace`` / ``methods``: names in ``chainrule.numpy`` and array
-      methods that apply this op directly.
+    - ``namespace`` / ``methods``: names in ``chainrule.numpy`` (dotted for a
+      submodule: ``"linalg.solve"``, ``"scipy.special.erf"``) and array methods
+      that apply this op directly.
     - ``internal``: the op appears only in programs the passes generate and in
       the text format (the stacks of reverse-mode loops), never in user code.
     """
@@ -98,11 +99,14 @@ class Op:
                 and all(isinstance(i, int) for i in self.linear)):
             raise ChainruleError(f"op {self.name}: linear must be None, 'all', 'one' or a tuple "
                                  f"of operand positions, got {self.linear!r}")
-        for names in (self.namespace, self.methods):
-            if not isinstance(names, tuple) or not all(
-                    isinstance(n, str) and n.isidentifier() for n in names):
-                raise ChainruleError(f"op {self.name}: namespace and methods must be tuples "
-                                     f"of identifiers")
+        if not isinstance(self.namespace, tuple) or not all(
+                isinstance(n, str) and all(p.isidentifier() for p in n.split("."))
+                for n in self.namespace):
+            raise ChainruleError(f"op {self.name}: namespace must be a tuple of names, "
+                                 f"dotted for a submodule ('linalg.solve')")
+        if not isinstance(self.methods, tuple) or not all(
+                isinstance(n, str) and n.isidentifier() for n in self.methods):
+            raise ChainruleError(f"op {self.name}: methods must be a tuple of identifiers")
         object.__setattr__(self, "attrs", dict(self.attrs))
 
     def __repr__(self) -> str:

@@ -243,3 +243,7 @@ def ndim(x) -> int:
 
 def size(x) -> int:
     return int(_np.prod(_shape(x), dtype=_np.int64))
+
+
+__all__ = [n for n in dir() if not n.startswith("_")
+           and n not in ("annotations", "builtins", "array_method", "EXPOSED")]

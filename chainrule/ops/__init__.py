@@ -1,3 +1,4 @@
+# ruff: noqa: F401, F403  (this package re-exports every family's ops)
 """Operators, one file per family. Importing this package registers them all.
 
 Each op is declared once (``chainrule.ops.common.define``) with its type
@@ -6,19 +7,33 @@ IR on traced values and record on tape tensors.
 """
 
 from ..ir.op import OPS, Op, apply, evaluate
-from . import elementwise, indexing, linalg, nn, reduction, shape, stack  # noqa: F401
+from . import (  # noqa: F401
+    assembly,
+    elementwise,
+    indexing,
+    linalg,
+    mathfuncs,
+    nn,
+    reduction,
+    shape,
+    sorting,
+    special,
+    stack,
+)
+from .assembly import *  # noqa: F403
 from .composites import prefix_product
 from .elementwise import *  # noqa: F403
 from .indexing import getitem, index, index_add, index_update
-from .linalg import matmul
+from .linalg import *  # noqa: F403
+from .mathfuncs import *  # noqa: F403
 from .nn import log_softmax, logsumexp, softmax
 from .reduction import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: A004
 from .shape import *  # noqa: F403
+from .sorting import *  # noqa: F403
+from .special import *  # noqa: F403
 
 # the ops chainrule itself declares (user and custom ops register later)
 BUILTIN_OPS = tuple(OPS.values())
 
-__all__ = ["BUILTIN_OPS", "OPS", "Op", "apply", "evaluate", "elementwise", "indexing",
-           "linalg", "nn", "reduction", "shape", "index", "index_add", "index_update", "getitem",
-           "matmul", "softmax", "log_softmax", "logsumexp", "sum", "mean", "max", "min", "prod",
-           "argmax", "argmin", "cumsum", "prefix_product"]
+__all__ = sorted({"BUILTIN_OPS", "OPS", "Op", "apply", "evaluate", "getitem", "index_update",
+                  "prefix_product", *(n for n, v in globals().items() if isinstance(v, Op))})

@@ -13,6 +13,8 @@ import numpy as np
 from ..errors import TypeInferenceError
 from .common import TensorType, broadcast_shapes, define, promote, tensor_types
 
+__all__ = ["matmul"]
+
 
 def _matmul_type(types, attrs):
     a, b = tensor_types("matmul", types)

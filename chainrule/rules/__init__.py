@@ -1,7 +1,16 @@
 """Derivative rules: one table per transform (``VJP``, ``JVP``) keyed by the op
 object, filled by one file per op family with each op's rules side by side."""
 
-from . import elementwise, reduction, shape  # noqa: F401  (fill the tables)
+from . import (  # noqa: F401  (fill the tables)
+    assembly,
+    elementwise,
+    linalg,
+    mathfuncs,
+    reduction,
+    shape,
+    sorting,
+    special,
+)
 from .registry import JVP, VJP, has_jvp, has_vjp, jvp_rule, register_jvp, register_vjp, vjp_rule
 
 __all__ = ["JVP", "VJP", "has_jvp", "has_vjp", "jvp_rule", "register_jvp", "register_vjp",

@@ -1,0 +1,69 @@
+"""How a user namespace is assembled from the op registry: every op whose
+``namespace`` holds ``<prefix><name>`` appears as ``name`` in the namespace
+with that prefix (``""``: ``chainrule.numpy``; ``"linalg."``:
+``chainrule.numpy.linalg``; ``"scipy.special."``: ``chainrule.scipy.special``),
+next to the functions the namespace's own modules define."""
+
+from __future__ import annotations
+
+import inspect
+
+from ..emit.methods import NUMPY_FUNCTIONS
+from ..ir.op import OPS, REQUIRED
+
+
+def _signature(op) -> inspect.Signature:
+    kinds = inspect.Parameter
+    if op.nargs is None:
+        params = [kinds("operands", kinds.VAR_POSITIONAL)]
+    else:
+        names = ["x"] if op.nargs == 1 else [f"x{i + 1}" for i in range(op.nargs)]
+        params = [kinds(n, kinds.POSITIONAL_ONLY) for n in names]
+    kind = kinds.KEYWORD_ONLY if op.nargs is None else kinds.POSITIONAL_OR_KEYWORD
+    for key, default in op.attrs.items():
+        params.append(kinds(key, kind, **({} if default is REQUIRED else {"default": default})))
+    return inspect.Signature(params)
+
+
+def op_function(op, name: str, module: str):
+    """The namespace function of ``op`` under ``name``: positional values after the
+    operands are the op's attributes, in order."""
+
+    def function(*args, **attrs):
+        return op(*args, **attrs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = module
+    function.__doc__ = op.doc or f"The ``{op.name}`` op (see ``chainrule.ops``)."
+    function.__signature__ = _signature(op)
+    function.op = op
+    return function
+
+
+def op_functions(prefix: str, module: str) -> dict:
+    """``name -> function`` for the registered ops that declare ``<prefix><name>``."""
+    out = {}
+    for op in OPS.values():
+        for qualified in op.namespace:
+            head, _, name = qualified.rpartition(".")
+            if (head + "." if head else "") == prefix:
+                out[name] = op_function(op, name, module)
+    return out
+
+
+def assemble(namespace: dict, prefix: str, own=()) -> list[str]:
+    """Put the op functions of ``prefix`` into ``namespace`` (a module's globals) next
+    to its own public functions ``own`` (names already there), refusing a name both
+    define; returns the namespace's ``__all__``. NumPy's functions called on traced
+    values and tape tensors find the top-level ones."""
+    made = op_functions(prefix, namespace["__name__"])
+    own = set(own)
+    clash = sorted(set(made) & own)
+    if clash:  # an adapter and an op both claim a name: one of them is a mistake
+        raise ImportError(f"{namespace['__name__']}: {clash} both declared by ops and "
+                          f"written as functions")
+    namespace.update(made)
+    names = sorted({*made, *own})
+    if prefix == "":
+        NUMPY_FUNCTIONS.update({n: namespace[n] for n in names if callable(namespace[n])})
+    return names

@@ -1,0 +1,5 @@
+"""User-namespace reductions, scans and statistics (adapters and composites)."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,5 @@
+"""User-namespace shape and assembly functions (adapters and composites)."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,11 @@
+"""SciPy's ``scipy.signal``, differentiable: ops that declare ``"scipy.signal.<name>"`` in
+their ``namespace`` appear here, next to the functions written below."""
+
+from __future__ import annotations
+
+from ..numpy._assemble import assemble as _assemble
+
+# the functions written here (besides the ops that declare "scipy.signal.<name>")
+_OWN: list[str] = []
+
+__all__ = _assemble(globals(), "scipy.signal.", _OWN)
