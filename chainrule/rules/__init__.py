@@ -11,7 +11,17 @@ from . import (  # noqa: F401  (fill the tables)
     sorting,
     special,
 )
-from .registry import JVP, VJP, has_jvp, has_vjp, jvp_rule, register_jvp, register_vjp, vjp_rule
+from .registry import (
+    JVP,
+    VJP,
+    NoDerivative,
+    has_jvp,
+    has_vjp,
+    jvp_rule,
+    register_jvp,
+    register_vjp,
+    vjp_rule,
+)
 
-__all__ = ["JVP", "VJP", "has_jvp", "has_vjp", "jvp_rule", "register_jvp", "register_vjp",
-           "vjp_rule"]
+__all__ = ["JVP", "VJP", "NoDerivative", "has_jvp", "has_vjp", "jvp_rule", "register_jvp",
+           "register_vjp", "vjp_rule"]

@@ -69,23 +69,41 @@ def _log_or_zero(x, positive):
     return ops.where(positive, ops.log(ops.where(positive, x, 1)), 0)
 
 
+def _power_slope(x, y):
+    """d(x ** y)/dx = y * x ** (y - 1), and 0 where y == 0 (so x ** 0 has slope 0 at
+    x = 0, not 0 * inf); x is replaced where y == 0 so every derivative of this
+    expression stays finite too."""
+    if isinstance(y, np.ndarray) and not np.any(y == 0):
+        return y * x ** (y - 1)
+    zero = y == 0
+    safe = ops.where(zero, 1, x)
+    return ops.where(zero, 0, y * safe ** (y - 1))
+
+
 @vjp_rule(ops.power)
 def power_vjp(z, g, x, y):
-    """z = x ** y;  dx = g * y * x ** (y - 1);  dy = g * z * log(x)  (0 where x <= 0)"""
+    """z = x ** y;  dx = g * y * x ** (y - 1)  (0 where y = 0);  dy = g * z * log(x)
+    (0 where x <= 0)"""
     if _small_integer_power(y):
         return (g if y == 1 else g * (2 * x)), None
-    dx = g * y * x ** (y - 1)
+    if isinstance(y, np.ndarray) and y.ndim == 0 and y == 0:
+        return None, None
+    dx = g * _power_slope(x, y)
     positive = x > 0
     return dx, g * z * _log_or_zero(x, positive)
 
 
 @jvp_rule(ops.power)
 def power_jvp(z, x, y):
-    """z = x ** y;  dz = dx * y * x ** (y - 1) + dy * z * log(x)  (log term 0 where x <= 0)"""
+    """z = x ** y;  dz = dx * y * x ** (y - 1) + dy * z * log(x)  (first term 0 where
+    y = 0, log term 0 where x <= 0)"""
     if _small_integer_power(y):
         return (lambda t: t if y == 1 else t * (2 * x)), None
+    if isinstance(y, np.ndarray) and y.ndim == 0 and y == 0:
+        return None, None
     positive = x > 0
-    return (lambda t: t * (y * x ** (y - 1))), (lambda t: t * (z * _log_or_zero(x, positive)))
+    return ((lambda t: t * _power_slope(x, y)),
+            (lambda t: t * (z * _log_or_zero(x, positive))))
 
 
 def _extremum_vjp(g, x, y, first):

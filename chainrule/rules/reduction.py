@@ -4,6 +4,8 @@ side. Reduced cotangents are reshaped to broadcast against the operand
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import ops
 from .common import expand_reduced, linear_self, prod_others, reduced_count
 from .registry import jvp_rule, vjp_rule
@@ -68,17 +70,26 @@ def cumsum_vjp(z, g, x, axis, reverse):
 jvp_rule(ops.cumsum)(linear_self(ops.cumsum))
 
 
+def _softmax_of(x, axis):
+    """exp(x - m) / sum(exp(x - m)) with m the (finite) maximum, held constant: the
+    weights of logsumexp's derivative without cancellation at large magnitudes
+    (exp(x - logsumexp(x)) rounds to 1 when |x| ~ 1e16), at every order."""
+    m = ops.stop_gradient(ops.max(x, axis=axis, keepdims=True))
+    m = ops.where(ops.abs(m) < np.inf, m, 0)
+    e = ops.exp(x - m)
+    return e / ops.sum(e, axis=axis, keepdims=True)
+
+
 @vjp_rule(ops.logsumexp)
 def logsumexp_vjp(z, g, x, axis, keepdims):
-    """z = log(sum(exp(x), axis));  dx = g * exp(x - z)"""
-    zz = expand_reduced(z, x.shape, axis, keepdims)
-    return (expand_reduced(g, x.shape, axis, keepdims) * ops.exp(x - zz),)
+    """z = log(sum(exp(x), axis));  dx = g * softmax(x, axis)"""
+    return (expand_reduced(g, x.shape, axis, keepdims) * _softmax_of(x, axis),)
 
 
 @jvp_rule(ops.logsumexp)
 def logsumexp_jvp(z, x, axis, keepdims):
-    """z = logsumexp(x);  dz = sum(dx * exp(x - z), axis)"""
-    p = ops.exp(x - expand_reduced(z, x.shape, axis, keepdims))
+    """z = logsumexp(x);  dz = sum(dx * softmax(x, axis), axis)"""
+    p = _softmax_of(x, axis)
     return (lambda t: ops.sum(t * p, axis=axis, keepdims=keepdims),)
 
 

@@ -11,6 +11,8 @@ A JVP rule ``rule(out, *args, **attrs)`` returns one *linear map* per
 operand, ``lambda t: ...``, taking that operand's tangent to its
 contribution to the output tangent (``None`` for operands with no
 derivative); the passes apply the maps to the non-zero tangents and add.
+A rule returns ``NoDerivative(reason)`` for an operand whose derivative it
+does not define: the passes raise ``NoRuleError`` if it is needed.
 
 Rules are written with ops (and Python operators on values), so applied to
 IR values they emit IR, and their output is itself differentiable. An op
@@ -27,6 +29,21 @@ from ..ir.op import OPS, Op
 
 VJP: dict[Op, Callable] = {}
 JVP: dict[Op, Callable] = {}
+
+
+class NoDerivative:
+    """What a rule returns, in place of a cotangent or a linear map, for an operand
+    whose derivative it does not define (say the shape parameter of an incomplete
+    gamma function): asking for that derivative is an error naming the op and the
+    reason, never a silent zero."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"NoDerivative({self.reason!r})"
 
 
 def _op(op_or_name, who: str) -> Op:

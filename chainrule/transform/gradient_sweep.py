@@ -30,7 +30,7 @@ from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, Type, has_float
 from ..ir.visitor import Mutator, atoms_of, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_OPS
-from ..rules import VJP, has_vjp
+from ..rules import VJP, NoDerivative, has_vjp
 from .adjoint import Adjoints, prune
 
 # -- relevance ---------------------------------------------------------------------------
@@ -372,12 +372,15 @@ def _call_backward(sweep: Sweep, binding: Binding, msg) -> None:
         raise GradientError(f"the VJP rule of {op.name} returned {len(partials)} cotangents "
                             f"for {len(args)} operands")
     fitted, dropped = [], False
-    for old, new, p in zip(call.args, args, partials):
+    for i, (old, new, p) in enumerate(zip(call.args, args, partials)):
         if p is None:
             continue
         if not _wants_any(sweep, old):
             dropped = True
             continue
+        if type(p) is NoDerivative:
+            raise NoRuleError(f"{binding.var.name} = {op.name}(...): no derivative with "
+                              f"respect to operand {i}: {p.reason}")
         fitted.append((old, adj.fit(p, arg_type_of(new))))
     if dropped:  # work done only for a cotangent nobody needs
         prune(sweep.b.bindings, start, [f for _, f in fitted])

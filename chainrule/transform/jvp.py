@@ -29,7 +29,7 @@ from ..ir.nodes import (
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars
-from ..rules import JVP, has_jvp
+from ..rules import JVP, NoDerivative, has_jvp
 from .adjoint import Adjoints
 from .base import OptionsPass, register_pass
 from .jvp_closures import (
@@ -179,9 +179,12 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
         raise GradientError(f"the JVP rule of {op.name} returned {len(maps)} maps for "
                             f"{len(args)} operands")
     total = None
-    for t, m in zip(tangents, maps):
+    for i, (t, m) in enumerate(zip(tangents, maps)):
         if t is None or m is None:
             continue
+        if type(m) is NoDerivative:
+            raise NoRuleError(f"{binding.var.name} = {op.name}(...): no derivative with "
+                              f"respect to operand {i}: {m.reason}")
         contrib = m(adj.wrap(adj.materialize(t, _type(t))))
         total = adj.add(total, _fit_out(adj, contrib, new.type), new.type)
     sweep.set_tangent(binding.var, total, new, start)

@@ -55,7 +55,7 @@ def linearize(module: Module, func: str = "main") -> Module:
     m = Mutator(jm)
     params = [m.copy_var(p) for p in jf.params[:n]]
     m.builder.params = params
-    m.emit_bindings([b for b in primal if b.var not in nullary])
+    m.emit_bindings(primal)  # argument-free ops too: the primal result may be one
     residuals = [m.atom(v) for v in needed]
     prim = m.builder.finish_function(Tuple([m.atom(result), Tuple(residuals)]))
 

@@ -33,7 +33,7 @@ from ..ir.op import HANDLERS, Op
 from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
-from ..rules import VJP
+from ..rules import VJP, NoDerivative
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
 
@@ -193,7 +193,7 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
     fitted = []
     for i in positions:
         p = partials[i]
-        if isinstance(p, Undefined) or (isinstance(p, tuple) and any(
+        if isinstance(p, (Undefined, NoDerivative)) or (isinstance(p, tuple) and any(
                 isinstance(e, Undefined) for e in p)):
             raise TransposeError(f"transpose: {v.name} = {value.callee.name}(...) "
                                  f"is not linear in operand {i}")
