@@ -20,6 +20,7 @@ from .errors import (
     ConcretizationError,
     GradientError,
 )
+from .frontend.capture import Guards, Stale
 from .frontend.tracer import Trace, Traced, current_trace, trace_function
 from .ir.nodes import Module, Tuple, Var
 from .ir.types import TensorType, has_float
@@ -122,18 +123,28 @@ def _outer_trace(leaves) -> Trace | None:
 
 
 class _Compiled:
-    """One specialization: the module, its entry function and how to call it."""
+    """One specialization: the module, its entry function and how to call it.
 
-    def __init__(self, module, func, traced, extra):
+    Its parameters are the leaves of the arguments, the values lifted from
+    enclosing traces, the hidden inputs (arrays the function reads from outside
+    its arguments, fetched afresh at every call: ``frontend.capture``), then a
+    ``tail`` (cotangents, tangents). ``hidden=False`` for a function of other
+    parameters (a tangent program of residuals)."""
+
+    def __init__(self, module, func, traced, extra, hidden: bool = True):
         self.module = module
         self.func = func
         self.traced = traced
         self.extra = extra  # per-kind data (tree structures, positions)
+        self.guards = traced.guards if hidden else Guards()
         self._callable = None
 
     def run_fast(self, leaves):
         """``run`` for arrays known to match the compiled signature exactly (see
-        ``_Transform.__call__``): no coercion, no trace lookup."""
+        ``_Transform.__call__``): no coercion, no trace lookup. Raises ``Stale`` when
+        the function's surroundings changed (it must be traced again)."""
+        if self.guards:
+            return self._fast(*leaves, *self.guards.inputs())
         return self._fast(*leaves)
 
     def exact_for(self, leaves) -> bool:
@@ -143,7 +154,7 @@ class _Compiled:
             return False
         fast = getattr(self._callable, "call_unchecked", None)
         params = self.module[self.func].params
-        if fast is None or len(params) != len(leaves):
+        if fast is None or len(params) != len(leaves) + len(self.guards.captures):
             return False
         for p, x in zip(params, leaves):
             t = p.type
@@ -154,7 +165,11 @@ class _Compiled:
         return True
 
     def run(self, leaves, tail=()):
-        args = list(leaves) + list(self.traced.lifted_values) + list(tail)
+        return self.run_all(list(leaves) + list(self.traced.lifted_values)
+                            + self.guards.inputs() + list(tail))
+
+    def run_all(self, args):
+        """Run on every parameter's value (leaves, lifted, hidden, tail)."""
         outer = _outer_trace(args)
         if outer is not None:
             atoms = [_atom_of(outer, a) for a in args]
@@ -188,24 +203,38 @@ class _Transform:
                 self.cache[key] = entry
         return entry, leaves
 
+    def forget(self, entry) -> None:
+        """Drop a specialization whose guards failed."""
+        for cache in (self.cache, self.fast_cache):
+            for key in [k for k, e in cache.items() if e is entry]:
+                del cache[key]
+
     def __call__(self, *args):
         fast = _fast_key(args)
         if fast is not None:
             entry = self.fast_cache.get(fast[0])
             if entry is not None:
-                return entry.finish(entry.run_fast(fast[1]), args)
+                try:
+                    return entry.finish(entry.run_fast(fast[1]), args)
+                except Stale:
+                    self.forget(entry)
         if self.on_tape is not None and any(
                 getattr(x, "requires_grad", False) for x in flatten(args)[0]):
             return self.on_tape(args)  # called on tape tensors: record on that tape
         try:
             entry, leaves = self.specialize(args)
+            result = entry.run(leaves)
         except (ConcretizationError, CompiledHigherOrderError):
             # Python control flow on values, or a derivative of compiled control flow
             # differentiated again: differentiate on the tape instead
             if self.on_tape is None or any(isinstance(x, Traced) for x in flatten(args)[0]):
                 raise
             return self.on_tape(args)
-        result = entry.run(leaves)
+        except Stale:
+            # what the function reads from outside its arguments changed: trace again
+            self.forget(entry)
+            entry, leaves = self.specialize(args)
+            result = entry.run(leaves)
         if fast is not None and len(self.fast_cache) < 64 and entry.exact_for(fast[1]):
             self.fast_cache[fast[0]] = entry
         return entry.finish(result, args)
@@ -218,7 +247,7 @@ def _build_grad(f, argnums, has_aux, args, leaves):
     from .transform.gradient import gradient
 
     nums = _argnums_tuple(argnums, len(args))
-    tf = trace_function(f, args)
+    tf = trace_function(f, args, capture=True)
     fn = tf.module["main"]
     ranges = _leaf_ranges(args)
     wanted = []
@@ -334,7 +363,7 @@ def jit(f, backend: str = "codegen"):
     (``backend="interpret"`` runs the reference interpreter instead)."""
 
     def build(args, leaves):
-        tf = trace_function(f, args)
+        tf = trace_function(f, args, capture=True)
         module = optimize(tf.module)
         entry = _Compiled(module, "main", tf, None)
         if backend == "interpret":
@@ -381,7 +410,7 @@ def vjp(f, *primals, has_aux: bool = False):
     if any(getattr(x, "requires_grad", False) for x in flatten(tuple(primals))[0]):
         return _vjp_on_tape(f, primals, has_aux)
     try:
-        tf = trace_function(f, primals)
+        tf = trace_function(f, primals, capture=True)
     except ConcretizationError:
         if any(isinstance(x, Traced) for x in flatten(tuple(primals))[0]):
             raise

@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from . import numpy as cnp
-from .api import _Compiled, _leaf_ranges, _leaf_signature, _outer_trace, grad, optimize, vjp
+from .api import Stale, _Compiled, _leaf_ranges, _leaf_signature, _outer_trace, grad, optimize, vjp
 from .errors import CompiledHigherOrderError, ConcretizationError, GradientError
 from .frontend.tracer import Traced, trace_function
 from .ir.nodes import Binding, Block, Function, Module, Tuple, TupleGetItem, Var
@@ -101,14 +101,16 @@ class _JvpPlan:
     def __init__(self, f, primals, tangent_only: bool = False):
         from .transform.jvp import jvp as jvp_pass
 
-        self.tf = tf = trace_function(f, primals)
+        self.tf = tf = trace_function(f, primals, capture=True)
         self.main = main = tf.module["main"]
-        module = jvp_pass(tf.module, "main")
+        n = len(flatten(tuple(primals))[0])
+        # tangents for the arguments; lifted and hidden inputs are constants here
+        module = jvp_pass(tf.module, "main", wrt=range(n))
         self.tangent_only = tangent_only
         if tangent_only:  # drop the primal output, and with it the work only it needs
             module = _tangent_output_only(module, "main_jvp")
         module = optimize(module)
-        self.floats = _float_positions(main, len(main.params))
+        self.floats = _float_positions(main, n)
         self.entry = _Compiled(module, "main_jvp", tf, None)
 
     def run(self, leaves, t_leaves):
@@ -118,19 +120,18 @@ class _JvpPlan:
                     np.shape(t) if not isinstance(t, Traced) else t.shape):
                 raise GradientError(f"jvp: a tangent of shape {np.shape(t)} for a primal of "
                                     f"shape {np.shape(x)}")
-        all_args = list(leaves) + list(tf.lifted_values)
+        hidden = self.entry.guards.inputs()  # raises Stale: the caller traces again
+        all_args = list(leaves) + list(tf.lifted_values) + hidden
         tail = []
         for i in self.floats:
-            if i < len(leaves):
-                t = t_leaves[i]
-                tail.append(t if isinstance(t, Traced) else np.asarray(
-                    t, dtype=main.params[i].type.dtype.numpy))
-            else:
-                tail.append(cnp.zeros_like(all_args[i]))
+            t = t_leaves[i]
+            tail.append(t if isinstance(t, Traced) else np.asarray(
+                t, dtype=main.params[i].type.dtype.numpy))
+        args = all_args + tail
         if self.tangent_only:
-            out, tout = None, self.entry.run(leaves, tail=tail)
+            out, tout = None, self.entry.run_all(args)
         else:
-            out, tout = self.entry.run(leaves, tail=tail)
+            out, tout = self.entry.run_all(args)
         if tf.out_tree.kind is None:
             return out, tout
         return (None if out is None else unflatten(tf.out_tree, list(out)),
@@ -168,19 +169,19 @@ def linearize(f, *primals):
     if any(getattr(x, "requires_grad", False) for x in leaves):
         return by_jvp()
     try:
-        tf = trace_function(f, primals)
+        tf = trace_function(f, primals, capture=True)
     except ConcretizationError:
         return by_jvp()  # value-dependent control flow: jvp runs it on the tape
     if _outer_trace(leaves) is not None or tf.lifted_values:
         return by_jvp()
     main = tf.module["main"]
     try:
-        module = optimize(linearize_pass(tf.module, "main"))
+        module = optimize(linearize_pass(tf.module, "main", wrt=range(len(leaves))))
     except CompiledHigherOrderError:
         return by_jvp()
     out, residuals = _Compiled(module, "main_primal", tf, None).run(leaves)
     floats = _float_positions(main, len(leaves))
-    tangent_fn = _Compiled(module, "main_tangent", tf, None)
+    tangent_fn = _Compiled(module, "main_tangent", tf, None, hidden=False)
 
     def f_lin(*tangents):
         t_leaves, t_tree = flatten(tuple(tangents))
@@ -227,7 +228,7 @@ def _transpose_linearized(f_lin):
     n_res = len(residuals)
     names = [p.name for p in tangent.params[n_res:]]
     tmod = optimize(transpose(module, "main_tangent", linear=names))
-    entry = _Compiled(tmod, "main_tangent_transpose", tf, None)
+    entry = _Compiled(tmod, "main_tangent_transpose", tf, None, hidden=False)
     return _cotangents(entry, tf, primals, floats, residuals)
 
 
@@ -238,7 +239,7 @@ def linear_transpose(f_lin, *primals):
 
     if getattr(f_lin, "linearized", None) is not None:
         return _transpose_linearized(f_lin)
-    tf = trace_function(f_lin, primals)
+    tf = trace_function(f_lin, primals, capture=True)
     leaves, _ = flatten(tuple(primals))
     main = tf.module["main"]
     floats = _float_positions(main, len(leaves))
@@ -333,6 +334,12 @@ def hvp(f, primals, tangents):
         per_f = {}
     key = (flatten(primals)[1], tuple(_leaf_signature(x) for x in leaves))
     plan = per_f.get(key)
+    if plan is not None:
+        try:
+            return plan.run(leaves, t_leaves)[1]
+        except Stale:  # what f reads from outside its arguments changed: trace again
+            del per_f[key]
+            plan = None
     if plan is None:
         try:
             plan = _JvpPlan(grad(f), primals, tangent_only=True)

@@ -87,6 +87,10 @@ class Trace:
         # module functions called from this trace (e.g. @script callees); trace_function
         # puts them into the traced module next to the traced function
         self.functions: dict = {}
+        # arrays the function reads from outside its arguments become hidden inputs:
+        # ``sources`` maps id(array) -> where it was found (frontend.capture)
+        self.sources = None
+        self.captured: dict[int, tuple] = {}  # id(array) -> (array, its parameter)
 
     def __enter__(self) -> Trace:
         self.level = len(_TRACE_STACK)
@@ -108,6 +112,10 @@ class Trace:
                 f"return it instead of storing it")
         if type(x) in PYTHON_SCALARS:
             return Constant(np.asarray(x, dtype=weak_scalar_dtype(x, strong_dtypes)))
+        if type(x) is np.ndarray:
+            hidden = self._captured(x)
+            if hidden is not None:
+                return hidden
         if isinstance(x, (tuple, list)) and x and any(isinstance(e, Traced) for e in x):
             return Tuple(self.atom(e) for e in x)
         value = getattr(x, "_cr_value", None)
@@ -121,6 +129,33 @@ class Trace:
             raise TraceError(f"cannot use {x!r} (of type {type(x).__name__}) as an array")
         DType(arr.dtype)  # refuse unsupported dtypes early
         return Constant(arr)
+
+    def _captured(self, x: np.ndarray) -> Var | None:
+        """The hidden input for an array the function reads from outside its arguments
+        (its own parameter, or for a trace nested in the capturing one, a lifted
+        parameter the outer trace captures in turn); None for other arrays."""
+        hit = self.captured.get(id(x))
+        if hit is not None:
+            return hit[1]
+        path = None if self.sources is None else self.sources.arrays.get(id(x))
+        if path is not None:
+            return self.capture(x, path)
+        if any(t.sources is not None and id(x) in t.sources.arrays
+                 for t in _TRACE_STACK if t.level < self.level):
+            p = Var("captured", TensorType(x.shape, DType(x.dtype)))
+            self.lifted_values.append(x)  # the caller passes the array: its trace captures it
+            self.lifted[p] = p
+            self.captured[id(x)] = (x, p)
+            return p
+        return None
+
+    def capture(self, x: np.ndarray, path) -> Var:
+        """The hidden parameter for array ``x`` found at ``path`` (one per array)."""
+        hit = self.captured.get(id(x))
+        if hit is None:
+            hit = self.captured[id(x)] = (x, Var(path.name_hint(),
+                                                 TensorType(x.shape, DType(x.dtype))))
+        return hit[1]
 
     def _lift(self, x: Traced) -> Var:
         if x.var not in self.lifted:

@@ -10,10 +10,12 @@ import numpy as np
 
 from ..emit.trace import Trace, Traced, current_trace
 from ..errors import ChainruleError, TraceError
-from ..ir.nodes import Module, Tuple
+from ..ir.nodes import Block, Function, Module, Tuple
 from ..ir.op import PYTHON_SCALARS
 from ..ir.types import DType, TensorType, TupleType, Type
+from ..ir.visitor import vars_used
 from ..tree import flatten, leaf_paths, unflatten
+from .capture import Capture, Guards, sources
 
 
 def abstract_type(x) -> Type:
@@ -49,22 +51,30 @@ class TracedFunction:
     """The result of tracing: the module, and how its flat parameters and
     results map to the Python function's pytrees."""
 
-    def __init__(self, module, in_tree, out_tree, lifted_values, n_leaves):
+    def __init__(self, module, in_tree, out_tree, lifted_values, n_leaves, guards=None):
         self.module = module
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.lifted_values = lifted_values  # outer traced values passed as trailing params
         self.n_leaves = n_leaves
+        # hidden inputs (arrays read from outside the arguments, passed after the
+        # lifted values) and the numbers baked in, checked at every call
+        self.guards = guards if guards is not None else Guards()
 
 
-def trace_function(f, args, name: str = "main", kwargs=None) -> TracedFunction:
-    """Trace ``f(*args)``; one parameter per leaf of the argument pytree."""
+def trace_function(f, args, name: str = "main", kwargs=None,
+                   capture: bool = False) -> TracedFunction:
+    """Trace ``f(*args)``; one parameter per leaf of the argument pytree. With
+    ``capture``, arrays ``f`` reads from outside its arguments become hidden
+    parameters after the lifted ones (see ``frontend.capture``)."""
     kwargs = kwargs or {}
+    found = sources(f) if capture else None
     leaves, in_tree = flatten(tuple(args))
     names = []
     for argname, arg in zip(param_names(f, len(args)), args):
         names.extend(leaf_paths(arg, argname))
     with Trace(name) as tr:
+        tr.sources = found
         b = tr.builder
         traced_leaves = []
         for leaf, pname in zip(leaves, names):
@@ -72,19 +82,33 @@ def trace_function(f, args, name: str = "main", kwargs=None) -> TracedFunction:
             traced_leaves.append(tr.wrap(var) if not isinstance(var.type, TupleType)
                                  else Traced(tr, var))
         traced_args = unflatten(in_tree, traced_leaves)
+        # the arrays f reads from outside its arguments are traced values while it
+        # runs (put back afterwards), so whatever it computes from them is traced too
+        undo = found.swap(lambda x, path: tr.wrap(tr.capture(x, path))) if found else []
         try:
             out = f(*traced_args, **kwargs)
         except RecursionError:
             raise TraceError(f"tracing {getattr(f, '__name__', f)} recursed too deeply; "
                              f"recursion on traced values needs an explicit base case "
                              f"that does not depend on them") from None
+        finally:
+            if undo:
+                found.restore(undo)
         out_leaves, out_tree = flatten(out)
         atoms = [tr.atom(x) for x in out_leaves]
         result = atoms[0] if len(atoms) == 1 and out_tree.kind is None else Tuple(atoms)
         b.params.extend(tr.lifted.values())
+        captures = []
+        if found is not None:
+            used = set(vars_used(Function([], Block(b.bindings, result), None)))
+            for x, p in tr.captured.values():
+                if p not in tr.lifted and p in used:  # lifted: an enclosing trace's
+                    b.params.append(p)
+                    captures.append(Capture(found.arrays[id(x)], x))
         fn = b.finish_function(result)
     module = Module({name: fn, **{k: v for k, v in tr.functions.items() if k != name}})
-    return TracedFunction(module, in_tree, out_tree, tr.lifted_values, len(leaves))
+    guards = Guards(captures, found.numbers_now()) if found is not None else None
+    return TracedFunction(module, in_tree, out_tree, tr.lifted_values, len(leaves), guards)
 
 
 def _identifier(name: str) -> str:

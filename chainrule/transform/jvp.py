@@ -53,9 +53,10 @@ class _Context:
         # each generated loop -> how many of its loop variables are primal (for linearize)
         self.loop_splits: dict[Var, int] = {}
         self.named: dict[Var, Var] = {}  # a tangent the rules emitted -> it named <v>_dot
+        self.entry = None  # a function whose <f>_jvp has tangents for some parameters only
 
     def jvp_name(self, name: str) -> str:
-        jname = f"{name}_jvp"
+        jname = f"{name}_jvp" if name != self.entry else f"{name}_jvp_full"
         if jname not in self.types:
             if jname in self.module.functions:
                 raise GradientError(f"the module already has a function named {jname}")
@@ -77,7 +78,8 @@ def _all_bindings(block):
 
 
 class _ForwardSweep:
-    def __init__(self, ctx: _Context, fn: Function):
+    def __init__(self, ctx: _Context, fn: Function, wrt=None):
+        self.wrt = wrt  # parameter positions with a tangent parameter (None: every float)
         self.ctx = ctx
         self.fn = fn
         self.trace = Trace(builder=Builder(ctx.module, ctx.types,
@@ -104,14 +106,15 @@ class _ForwardSweep:
     def run(self) -> Function:
         fn, b = self.fn, self.b
         params = [Var(p.name, p.type) for p in fn.params]
-        dots = [Var(f"{p.name}_dot", dual_type(p.type)) for p in fn.params
-                if has_float(p.type)]
+        moving = [p for i, p in enumerate(fn.params)
+                  if has_float(p.type) and (self.wrt is None or i in self.wrt)]
+        dots = [Var(f"{p.name}_dot", dual_type(p.type)) for p in moving]
         b.params = params + dots
         copy = self.copy = Mutator(self.ctx.module)
         copy.builder = b
         for old, new in zip(fn.params, params):
             copy.subst[old] = new
-        for p, d in zip([p for p in fn.params if has_float(p.type)], dots):
+        for p, d in zip(moving, dots):
             self.tangents[p] = d
         self.bindings(fn.body.bindings)
         result = copy.atom(fn.body.result)
@@ -308,19 +311,33 @@ _FORWARD = {
 }
 
 
-def jvp_with_loop_splits(module: Module, func: str = "main") -> tuple[Module, dict]:
+def jvp_with_loop_splits(module: Module, func: str = "main", wrt=None) -> tuple[Module, dict]:
     """``jvp`` and, for each loop it generated, the number of its primal loop
     variables (the rest carry tangents): what ``linearize`` unzips by."""
     ctx = _Context(module)
-    ctx.jvp_name(func)
+    fn = module[func]
+    if wrt is not None:
+        wrt = {i for i in wrt if 0 <= i < len(fn.params) and has_float(fn.params[i].type)}
+    if wrt is None or len(wrt) == sum(has_float(p.type) for p in fn.params):
+        ctx.jvp_name(func)
+    else:  # tangents for some parameters: the others are constants of the derivative
+        ctx.entry = func
+        jname = f"{func}_jvp"
+        if jname in module.functions:
+            raise GradientError(f"the module already has a function named {jname}")
+        sweep = _ForwardSweep(ctx, fn, wrt)
+        with sweep.trace:
+            ctx.generated[jname] = substitute_vars(sweep.run(), ctx.named)
     funcs = dict(module.functions)
     funcs.update(ctx.generated)
     splits = {ctx.named.get(v, v): n for v, n in ctx.loop_splits.items()}
     return Module(funcs, module.meta), splits
 
 
-def jvp(module: Module, func: str = "main") -> Module:
-    """Add ``<func>_jvp(primals..., tangents...) -> (result, result_tangent)``.
+def jvp(module: Module, func: str = "main", wrt=None) -> Module:
+    """Add ``<func>_jvp(primals..., tangents...) -> (result, result_tangent)``, with
+    a tangent parameter for each float parameter (or for those at the positions
+    ``wrt``: the others are constants of the derivative).
 
     >>> import chainrule as cr
     >>> m = cr.parse('''
@@ -334,7 +351,7 @@ def jvp(module: Module, func: str = "main") -> Module:
     >>> print(jvp(m, "f")["f_jvp"].params)
     (%a: f64, %b: f64, %a_dot: f64, %b_dot: f64)
     """
-    return jvp_with_loop_splits(module, func)[0]
+    return jvp_with_loop_splits(module, func, wrt)[0]
 
 
 class JVPPass(OptionsPass):

@@ -22,11 +22,12 @@ from .jvp import jvp_with_loop_splits
 from .unzip import Unzip
 
 
-def linearize(module: Module, func: str = "main") -> Module:
-    """Add ``<func>_primal`` and ``<func>_tangent`` (see the module docstring)."""
+def linearize(module: Module, func: str = "main", wrt=None) -> Module:
+    """Add ``<func>_primal`` and ``<func>_tangent`` (see the module docstring); ``wrt``
+    as for ``jvp``: the parameter positions the tangent program takes tangents of."""
     module = inline(module)  # calls of non-recursive functions become straight-line code
     base = module[func]
-    jm, loop_splits = jvp_with_loop_splits(module, func)
+    jm, loop_splits = jvp_with_loop_splits(module, func, wrt)
     jf = jm[f"{func}_jvp"]
     n = len(base.params)
     for b in jf.body.bindings:

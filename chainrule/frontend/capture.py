@@ -1,0 +1,353 @@
+"""What a traced function reads from outside its arguments, and where from.
+
+A function compiled once per input signature must not freeze the arrays it
+closes over: after ``W[:] = 0.1`` (in place) or ``W = W * 10`` (rebinding) the
+next call must see the new values. Before tracing, ``sources(f)`` walks what
+``f`` can reach (closure cells, the globals its code names, defaults,
+``self`` of a bound method, ``functools.partial`` arguments, the attributes
+and items of the objects found, and the functions they hold, to a bounded
+depth) and records a *path* to every array and every Python number found.
+
+While tracing, an array met by the function that has a path becomes a hidden
+input of the compiled program (``Capture``): at every call its path is
+followed again and the current array passed in, so in-place updates and
+rebindings are both seen; a path that fails, or leads to an array of another
+shape or dtype, means the function is traced again. Python numbers stay
+compile-time constants, guarded by value (``Guard``): if one changes, the
+function is traced again. Arrays with no path (made during the call) are
+constants of the program.
+
+>>> import numpy as np
+>>> def model():
+...     W = np.ones(2)
+...     return W, lambda x: x * W
+>>> W, f = model()
+>>> sources(f).arrays[id(W)].describe()
+'W (closure of model.<locals>.<lambda>)'
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import numpy as np
+
+MAX_DEPTH = 4  # object hops from a root
+MAX_ITEMS = 64  # entries of a container or attributes of an object visited
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
+class _Missing(Exception):
+    """A path that no longer leads anywhere."""
+
+
+class Root:
+    """Where a path starts: a closure cell, a global, or an object held directly."""
+
+    __slots__ = ("get", "set")
+
+    def __init__(self, get, set=None):
+        self.get = get
+        self.set = set
+
+
+class Path:
+    """How to reach a value again: a root and a chain of attribute/item steps."""
+
+    __slots__ = ("root", "steps", "label")
+
+    def __init__(self, root: Root, steps: tuple, label: str):
+        self.root = root
+        self.steps = steps  # (("attr", name) | ("item", key)), ...
+        self.label = label
+
+    def child(self, kind: str, key) -> Path:
+        text = f".{key}" if kind == "attr" else f"[{key!r}]"
+        return Path(self.root, self.steps + ((kind, key),), self.label + text)
+
+    def parent(self) -> Path:
+        return Path(self.root, self.steps[:-1], self.label)
+
+    def fetch(self):
+        try:
+            value = self.root.get()
+            for kind, key in self.steps:
+                value = getattr(value, key) if kind == "attr" else value[key]
+        except (AttributeError, KeyError, IndexError, TypeError, ValueError, NameError):
+            raise _Missing(self.label) from None
+        return value
+
+    def assign(self, value) -> list:
+        """Put ``value`` where the path leads (a tuple on the way is rebuilt and put
+        in its parent's place); returns what undoes it, as (path, old value) pairs
+        to assign in order. Raises ``_Missing`` where that cannot be done."""
+        try:
+            if not self.steps:
+                if self.root.set is None:
+                    raise _Missing(self.label)
+                old = self.root.get()
+                self.root.set(value)
+                return [(self, old)]
+            holder = self.parent().fetch()
+            kind, key = self.steps[-1]
+            if kind == "attr":
+                old = getattr(holder, key)
+                setattr(holder, key, value)
+                if getattr(holder, key) is not value:
+                    raise _Missing(self.label)
+                return [(self, old)]
+            if type(holder) is tuple:
+                rebuilt = holder[:key] + (value,) + holder[key + 1:]
+                return self.parent().assign(rebuilt)
+            old = holder[key]
+            holder[key] = value
+            return [(self, old)]
+        except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
+            raise _Missing(self.label) from exc
+
+    def describe(self) -> str:
+        return self.label
+
+    def name_hint(self) -> str:
+        """An identifier for the parameter that receives the value (``self.W`` -> W)."""
+        head = self.label.split(" ")[0]
+        for _kind, key in reversed(self.steps):
+            if isinstance(key, str) and key.isidentifier() and not key.startswith("__"):
+                return key
+        return head if head.isidentifier() else "captured"
+
+
+def _cell_root(cell) -> Root:
+    def put(value):
+        cell.cell_contents = value
+
+    return Root(lambda: cell.cell_contents, put)
+
+
+def _global_root(namespace: dict, name: str) -> Root:
+    def put(value):
+        namespace[name] = value
+
+    return Root(lambda: namespace[name], put)
+
+
+def _const_root(obj) -> Root:
+    return Root(lambda: obj)
+
+
+class Found:
+    """Paths to the arrays (by identity) and numbers a function can reach."""
+
+    def __init__(self):
+        self.arrays: dict[int, Path] = {}  # id(array) -> the first path found to it
+        self.aliases: dict[int, list[Path]] = {}  # id(array) -> every path found to it
+        self.values: dict[int, np.ndarray] = {}
+        self.numbers: list[tuple[Path, object]] = []
+        self._seen: set[int] = set()
+
+    def swap(self, placeholder) -> list:
+        """Put ``placeholder(array, path)`` in place of every array found, wherever it
+        was found, so that whatever the function computes from them is traced;
+        returns the undo list for ``restore`` (arrays that cannot be put back in
+        place are left alone, and are captured when the trace meets them)."""
+        undo = []
+        for key, paths in self.aliases.items():
+            value = placeholder(self.values[key], self.arrays[key])
+            for path in paths:
+                try:
+                    undo.extend(path.assign(value))
+                except _Missing:
+                    pass
+        return undo
+
+    @staticmethod
+    def restore(undo: list) -> None:
+        for path, old in reversed(undo):
+            try:
+                path.assign(old)
+            except _Missing:
+                pass
+
+    def numbers_now(self) -> list[tuple[Path, object]]:
+        """The numbers as they are now (after tracing: what the program baked in)."""
+        out = []
+        for path, _ in self.numbers:
+            try:
+                out.append((path, path.fetch()))
+            except _Missing:
+                pass
+        return out
+
+
+def _code_names(code) -> set[str]:
+    """The names a code object (and the code nested in it) reads: globals,
+    attributes, and string constants (dictionary keys such as ``params["lr"]``)."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _code_names(c)
+        elif isinstance(c, str) and c.isidentifier():
+            names.add(c)
+    return names
+
+
+def sources(f) -> Found:
+    """Every array ``f`` can reach from outside its arguments, and every number its
+    code reads (by a name, an attribute or a key the code mentions), with a path."""
+    found = Found()
+    found.names = set()
+    _visit(f, Path(_const_root(f), (), getattr(f, "__name__", "f")), found, 0, None)
+    found.numbers = [(path, v) for path, v in found.numbers
+                     if not path.steps or path.steps[-1][1] in found.names]
+    return found
+
+
+def _visit(value, path: Path, found: Found, depth: int, names) -> None:
+    t = type(value)
+    if t is np.ndarray:
+        found.arrays.setdefault(id(value), path)
+        found.aliases.setdefault(id(value), []).append(path)
+        found.values[id(value)] = value
+        return
+    if isinstance(value, _SCALARS) or (t is tuple and value and len(value) <= MAX_ITEMS
+                                       and all(isinstance(v, _SCALARS) for v in value)):
+        found.numbers.append((path, value))
+        return
+    if value is None or isinstance(value, (str, bytes, type)) or depth > MAX_DEPTH:
+        return
+    if id(value) in found._seen:
+        return
+    found._seen.add(id(value))
+    if isinstance(value, types.FunctionType):
+        _visit_function(value, path, found, depth)
+    elif isinstance(value, types.MethodType):
+        _visit(value.__self__, path.child("attr", "__self__"), found, depth + 1, names)
+        _visit(value.__func__, path.child("attr", "__func__"), found, depth + 1, names)
+    elif isinstance(value, functools.partial):
+        _visit(value.func, path.child("attr", "func"), found, depth + 1, names)
+        for i, a in enumerate(value.args[:MAX_ITEMS]):
+            _visit(a, path.child("attr", "args").child("item", i), found, depth + 1, names)
+        for k, a in list(value.keywords.items())[:MAX_ITEMS]:
+            _visit(a, path.child("attr", "keywords").child("item", k), found, depth + 1, names)
+    elif isinstance(value, types.ModuleType):
+        # a module is reached for the attributes the code names (np.pi, config.W)
+        for name in sorted(names or ()):
+            if name in vars(value) and not name.startswith("__"):
+                attr = vars(value)[name]
+                if not isinstance(attr, types.ModuleType):
+                    _visit(attr, path.child("attr", name), found, depth + 1, names)
+    elif t is dict:
+        for k, v in list(value.items())[:MAX_ITEMS]:
+            _visit(v, path.child("item", k), found, depth + 1, names)
+    elif t is list or t is tuple:
+        for i, v in enumerate(value[:MAX_ITEMS]):
+            _visit(v, path.child("item", i), found, depth + 1, names)
+    elif type(value).__module__.startswith("chainrule."):
+        # a transformed function (grad(f), jit(f), ...): what matters is the user's f
+        inner = getattr(value, "f", None)
+        if callable(inner):
+            _visit(inner, path.child("attr", "f"), found, depth + 1, names)
+    elif hasattr(value, "__dict__") and not isinstance(value, np.generic):
+        attrs = vars(value)
+        for k in list(attrs)[:MAX_ITEMS]:
+            _visit(attrs[k], path.child("attr", k), found, depth + 1, names)
+        cls = type(value)  # the methods the code may call on it (self.forward(x))
+        for name in sorted(names or ()):
+            method = cls.__dict__.get(name)
+            if isinstance(method, types.FunctionType):
+                _visit(method, Path(_const_root(method), (), f"{cls.__name__}.{name}"),
+                       found, depth + 1, names)
+    elif callable(value):
+        call = type(value).__dict__.get("__call__")
+        if isinstance(call, types.FunctionType):
+            _visit(call, Path(_const_root(call), (), f"{type(value).__name__}.__call__"),
+                   found, depth + 1, names)
+
+
+def _visit_function(fn, path: Path, found: Found, depth: int) -> None:
+    wrapped = getattr(fn, "__wrapped__", None)  # functools.wraps: the function it wraps
+    if wrapped is not None:
+        _visit(wrapped, path.child("attr", "__wrapped__"), found, depth + 1, None)
+    code = fn.__code__
+    names = _code_names(code)
+    found.names |= names
+    label = getattr(fn, "__qualname__", "f")
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell (assigned later)
+            continue
+        _visit(value, Path(_cell_root(cell), (), f"{name} (closure of {label})"), found,
+               depth + 1, names)
+    g = fn.__globals__
+    for name in sorted(names):
+        if name in g:
+            value = g[name]
+            if isinstance(value, types.ModuleType) and value.__name__.startswith(
+                    ("numpy", "chainrule", "builtins")):
+                continue
+            _visit(value, Path(_global_root(g, name), (), f"{name} (global of {label})"),
+                   found, depth + 1, names)
+    for i, d in enumerate(fn.__defaults__ or ()):
+        _visit(d, path.child("attr", "__defaults__").child("item", i), found, depth + 1, names)
+    for k, d in (fn.__kwdefaults__ or {}).items():
+        _visit(d, path.child("attr", "__kwdefaults__").child("item", k), found, depth + 1,
+               names)
+
+
+class Capture:
+    """A hidden input: an array the traced function read through ``path``."""
+
+    __slots__ = ("path", "shape", "dtype")
+
+    def __init__(self, path: Path, value: np.ndarray):
+        self.path = path
+        self.shape = value.shape
+        self.dtype = value.dtype
+
+    def current(self):
+        """The array at the path now, or ``_Missing`` when the program must be traced
+        again (the path fails, or the array has another shape or dtype)."""
+        value = self.path.fetch()
+        if type(value) is not np.ndarray or value.shape != self.shape or (
+                value.dtype != self.dtype):
+            raise _Missing(self.path.describe())
+        return value
+
+
+class Guards:
+    """What a compiled specialization assumed about the function's surroundings:
+    its hidden inputs, and the Python numbers it baked in."""
+
+    __slots__ = ("captures", "numbers")
+
+    def __init__(self, captures=(), numbers=()):
+        self.captures = list(captures)
+        self.numbers = list(numbers)
+
+    def inputs(self) -> list:
+        """The current hidden inputs; raises ``Stale`` when a guard fails."""
+        try:
+            for path, value in self.numbers:
+                now = path.fetch()
+                if type(now) is not type(value) or not _same_number(now, value):
+                    raise Stale(f"{path.describe()} changed from {value!r} to {now!r}")
+            return [c.current() for c in self.captures]
+        except _Missing as exc:
+            raise Stale(f"{exc} is no longer an array of the same shape and dtype") from None
+
+    def __bool__(self) -> bool:
+        return bool(self.captures or self.numbers)
+
+
+def _same_number(a, b) -> bool:
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same_number(x, y) for x, y in zip(a, b))
+    if a != a and b != b:  # both NaN
+        return True
+    return a == b and (not isinstance(a, float) or np.signbit(a) == np.signbit(b))
+
+
+class Stale(Exception):
+    """A guard failed: the compiled specialization no longer describes the function."""

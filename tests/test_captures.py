@@ -1,0 +1,165 @@
+"""Arrays a compiled function reads from outside its arguments are read at every
+call (in-place updates and rebindings are seen), without tracing again; Python
+numbers it reads are baked in and guarded by value (a change traces again)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as cnp
+
+TRANSFORMS = {
+    "grad": lambda f: cr.grad(f),
+    "value_and_grad": lambda f: (lambda vg: lambda x: vg(x)[1])(cr.value_and_grad(f)),
+    "vjp": lambda f: (lambda x: cr.vjp(f, x)[1](1.0)[0]),
+    "jit": lambda f: cr.jit(f),
+    "hvp": lambda f: (lambda x: cr.hvp(f, (x,), (np.ones_like(x),))),
+    "jvp": lambda f: (lambda x: cr.jvp(f, (x,), (np.ones_like(x),))[1]),
+    "hessian": lambda f: cr.hessian(f),
+}
+
+
+def _expected(kind, W, x):
+    """The transforms of f(x) = sum(tanh(x * W) * W) at x."""
+    t = np.tanh(x * W)
+    d = (1 - t * t) * W * W  # df/dx
+    dd = -2 * t * (1 - t * t) * W ** 3
+    return {"grad": d, "value_and_grad": d, "vjp": d, "jit": np.sum(t * W), "hvp": dd,
+            "jvp": np.sum(d), "hessian": np.diag(dd)}[kind]
+
+
+class Counter:
+    def __init__(self):
+        self.traces = 0
+
+
+@pytest.mark.parametrize("kind", sorted(TRANSFORMS))
+def test_closure_array_updated_in_place_and_rebound(kind):
+    W = np.array([0.5, -1.0, 2.0])
+    seen = Counter()
+
+    def f(x):
+        seen.traces += 1
+        return cnp.sum(cnp.tanh(x * W) * W)
+
+    g = TRANSFORMS[kind](f)
+    x = np.array([0.3, 0.1, -0.2])
+    np.testing.assert_allclose(g(x), _expected(kind, W, x), rtol=1e-12)
+    traces = seen.traces
+    W[:] = [0.1, 0.2, 0.3]  # in place
+    np.testing.assert_allclose(g(x), _expected(kind, W, x), rtol=1e-12)
+    W = W * 10  # rebinding the closure cell  # noqa: F841 (f reads it)
+    np.testing.assert_allclose(g(x), _expected(kind, W, x), rtol=1e-12)
+    if kind not in ("vjp", "jvp", "hessian"):  # these trace at every call by design
+        assert seen.traces == traces, "compiled once: no trace for new values"
+
+
+GLOBAL_W = np.array([1.0, 2.0])
+
+
+def loss_reading_global(x):
+    return cnp.sum(x * GLOBAL_W)
+
+
+def test_global_array_rebound():
+    global GLOBAL_W
+    g = cr.grad(loss_reading_global)
+    x = np.ones(2)
+    np.testing.assert_allclose(g(x), [1.0, 2.0])
+    GLOBAL_W = np.array([3.0, 4.0])
+    np.testing.assert_allclose(g(x), [3.0, 4.0])
+    GLOBAL_W = np.array([1.0, 2.0])
+
+
+class Cell:
+    """The MindSpore Cell / optimizer pattern: weights as attributes, updated by a
+    training loop that rebinds them."""
+
+    def __init__(self):
+        self.W = np.array([[0.5, -0.2], [0.1, 0.3]])
+        self.b = np.zeros(2)
+        self.params = {"scale": np.array(2.0)}
+
+    def loss(self, x):
+        return cnp.sum(cnp.tanh(x @ self.W + self.b) * self.params["scale"])
+
+
+def test_attributes_and_dict_items_of_a_bound_method():
+    cell = Cell()
+    x = np.array([[1.0, 2.0]])
+    g = cr.grad(cell.loss)
+    for step in range(3):
+        want = (1 - np.tanh(x @ cell.W + cell.b) ** 2) * cell.params["scale"] @ cell.W.T
+        np.testing.assert_allclose(g(x), want, rtol=1e-12)
+        cell.W = cell.W - 0.1 * step  # rebinding the attribute
+        cell.b += 0.5  # in place
+        cell.params["scale"] = np.array(3.0 + step)  # a new dict item
+
+
+def test_python_number_change_traces_again():
+    lr = 0.5
+    seen = Counter()
+
+    def f(x):
+        seen.traces += 1
+        return cnp.sum(x * x) * lr
+
+    g = cr.grad(f)
+    x = np.ones(2)
+    np.testing.assert_allclose(g(x), [1.0, 1.0])
+    np.testing.assert_allclose(g(x), [1.0, 1.0])
+    assert seen.traces == 1
+    lr = 2.0  # noqa: F841 (f reads it)
+    np.testing.assert_allclose(g(x), [4.0, 4.0])
+    assert seen.traces == 2
+
+
+def test_shape_change_traces_again():
+    W = np.ones(2)
+
+    def f(x):
+        return cnp.sum(x) * cnp.sum(W)
+
+    g = cr.jit(f)
+    assert float(g(np.ones(3))) == 6.0
+    W = np.ones(5)  # noqa: F841
+    assert float(g(np.ones(3))) == 15.0
+
+
+def test_captured_arrays_are_inputs_not_constants():
+    """hvp of a closure does not precompute the layer at compile time: the captured
+    weights are parameters of the compiled program."""
+    W = np.full((4, 4), 0.1)
+    f = lambda x: cnp.sum(cnp.tanh(x @ W))  # noqa: E731
+    m = cr.jit(f).module(np.ones(4))
+    assert [p.name for p in m["main"].params] == ["x", "W"]
+    assert "f64[4, 4]" in str(m) and "c0" not in str(m)
+
+
+def test_nested_transforms_see_the_current_values():
+    W = np.array([1.0, 3.0])
+
+    def inner(x):
+        return cnp.sum(cnp.sin(x) * W)
+
+    outer = cr.jit(lambda x: cr.grad(inner)(x) * 2.0)
+    x = np.array([0.2, 0.4])
+    np.testing.assert_allclose(outer(x), 2 * np.cos(x) * W)
+    W[:] = [-1.0, 0.5]
+    np.testing.assert_allclose(outer(x), 2 * np.cos(x) * W)
+    W = np.array([5.0, 6.0])  # noqa: F841
+    np.testing.assert_allclose(outer(x), 2 * np.cos(x) * np.array([5.0, 6.0]))
+
+
+def test_checkpointed_function_reading_a_closure():
+    W = np.array([0.5, 1.5])
+    step = cr.checkpoint(lambda h: cnp.tanh(h * W))
+    g = cr.grad(lambda x: cnp.sum(step(step(x))))
+    x = np.array([0.3, -0.4])
+    want = cr.grad(lambda x: cnp.sum(cnp.tanh(cnp.tanh(x * W) * W)))(x)
+    np.testing.assert_allclose(g(x), want, rtol=1e-12)
+    W[:] = [2.0, -1.0]
+    want = cr.grad(lambda x: cnp.sum(cnp.tanh(cnp.tanh(x * W) * W)))(x)
+    np.testing.assert_allclose(g(x), want, rtol=1e-12)
