@@ -327,7 +327,8 @@ def grad_tensors(out: Tensor, wrt, gradient=None, create_graph: bool = False) ->
         layout = _Layout(out, wrt)
         if not layout.nodes:
             return [np.zeros(t.shape, t.dtype) for t in wrt]
-        return list(_run(layout, _seed(out, gradient), create_graph))
+        # the pullback also returns the adjoints of float inputs that are not in wrt
+        return list(_run(layout, _seed(out, gradient), create_graph))[:len(wrt)]
 
 
 def _accumulate(leaf: Tensor, g) -> None:
