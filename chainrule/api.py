@@ -14,6 +14,7 @@ import functools
 import numpy as np
 
 from .backend.codegen import compile_module
+from .checks import check_argnums, check_callable, like, own
 from .errors import (
     ChainruleError,
     CompiledHigherOrderError,
@@ -66,13 +67,19 @@ def _fast_key(args):
     return tuple(key), leaves
 
 
-def _argnums_tuple(argnums, n_args: int) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    for a in nums:
-        if not isinstance(a, int) or not -n_args <= a < n_args:
-            raise GradientError(f"argnums {argnums!r} out of range for {n_args} positional "
-                                f"argument(s)")
-    return tuple(a % n_args for a in nums)
+def _argnums_tuple(argnums, n_args: int, what: str = "grad") -> tuple[int, ...]:
+    return check_argnums(argnums, n_args, what)
+
+
+def _check_argnums_form(argnums, what: str) -> None:
+    """argnums is an int or a non-empty tuple of ints (ranges are checked per call)."""
+    ints = (int, np.integer)
+    if isinstance(argnums, ints) and not isinstance(argnums, bool):
+        return
+    if isinstance(argnums, (tuple, list)) and argnums and all(
+            isinstance(a, ints) and not isinstance(a, bool) for a in argnums):
+        return
+    check_argnums(argnums, 0, what)  # raises, saying what argnums must be
 
 
 def _leaf_ranges(args) -> list[range]:
@@ -268,6 +275,14 @@ def _build_grad(f, argnums, has_aux, args, leaves):
         if tf.out_tree.children[0].kind is not None:
             raise GradientError("has_aux=True: the value (first of the pair) must be a scalar")
         target_index = 0
+    elif out_leaves == 1 and tf.out_tree.kind is None and not (
+            isinstance(fn.ret_type, TensorType) and fn.ret_type.shape == ()
+            and fn.ret_type.dtype.is_float):
+        raise GradientError(
+            f"grad needs a function returning a float scalar, but "
+            f"{getattr(f, '__name__', 'it')} returns {fn.ret_type!r}; reduce it (e.g. "
+            f"cnp.sum), or use cr.vjp (a cotangent of your choice) or cr.jacrev (the whole "
+            f"Jacobian) for a non-scalar output")
     elif out_leaves != 1 or tf.out_tree.kind is not None:
         raise GradientError(
             f"grad needs a function returning one float scalar, but "
@@ -304,12 +319,14 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
     """``f -> (lambda *args: (f(*args), gradient))`` with JAX's conventions:
     with ``has_aux`` the value is ``(value, aux)``; with a tuple ``argnums``
     the gradient is a tuple, one per argument."""
+    check_callable(f, "value_and_grad")
+    _check_argnums_form(argnums, "value_and_grad")
 
     def build(args, leaves):
         entry = _build_grad(f, argnums, has_aux, args, leaves)
 
         def finish(result, args):
-            value, grads = result
+            value, grads = own(result, args)
             gtrees = _grads_tree(entry, grads, args)
             g = gtrees[0] if isinstance(argnums, int) else tuple(gtrees)
             if has_aux:
@@ -342,6 +359,8 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
 def grad(f, argnums=0, has_aux: bool = False):
     """``f -> gradient of f`` w.r.t. argument ``argnums`` (JAX's conventions; with
     ``has_aux`` returns ``(gradient, aux)``)."""
+    check_callable(f, "grad")
+    _check_argnums_form(argnums, "grad")
     vg = value_and_grad(f, argnums, has_aux)
 
     def g(*args):
@@ -361,6 +380,7 @@ def grad(f, argnums=0, has_aux: bool = False):
 def jit(f, backend: str = "codegen"):
     """Trace ``f`` once per input signature, optimize, and run the generated code
     (``backend="interpret"`` runs the reference interpreter instead)."""
+    check_callable(f, "jit")
 
     def build(args, leaves):
         tf = trace_function(f, args, capture=True)
@@ -376,6 +396,7 @@ def jit(f, backend: str = "codegen"):
                                  f"'interpret'")
 
         def finish(result, args):
+            result = own(result, args)
             if tf.out_tree.kind is None:
                 return result
             return unflatten(tf.out_tree, list(result))
@@ -407,6 +428,7 @@ def vjp(f, *primals, has_aux: bool = False):
     """
     from .transform.gradient import gradient, vjp_module
 
+    check_callable(f, "vjp")
     if any(getattr(x, "requires_grad", False) for x in flatten(tuple(primals))[0]):
         return _vjp_on_tape(f, primals, has_aux)
     try:
@@ -450,9 +472,10 @@ def vjp(f, *primals, has_aux: bool = False):
         if ct_tree != out_tree:
             raise GradientError(f"pullback: the cotangent has structure {ct_tree!r} but the "
                                 f"output has structure {out_tree!r}")
-        ct_leaves = [_as_array(c, t) for c, t in zip(ct_leaves, _leaf_types(main.ret_type))]
+        ct_leaves = [like(c, t.shape, t.dtype.numpy, "pullback", "the cotangent")
+                     for c, t in zip(ct_leaves, _leaf_types(main.ret_type))]
         ct_arg = ct_leaves[0] if out_tree.kind is None else tuple(ct_leaves)
-        grads = pull(ct_arg)
+        grads = own(pull(ct_arg), primals)
         flat = [None] * len(leaves)
         for i, g in zip(floats, grads):
             flat[i] = g
@@ -493,16 +516,6 @@ def _leaf_types(t):
     for f in t.fields:
         out.extend(_leaf_types(f))
     return out
-
-
-def _as_array(ct, t: TensorType):
-    if isinstance(ct, Traced):
-        return ct
-    arr = np.asarray(ct)
-    if arr.shape != t.shape:
-        raise GradientError(f"pullback: cotangent of shape {arr.shape} for an output of type "
-                            f"{t!r}")
-    return arr.astype(t.dtype.numpy, copy=False)
 
 
 def _zeros_like_tree(tree):

@@ -9,6 +9,7 @@ import numpy as np
 
 from . import numpy as cnp
 from .api import Stale, _Compiled, _leaf_ranges, _leaf_signature, _outer_trace, grad, optimize, vjp
+from .checks import check_argnums, check_callable, check_tuple, like
 from .errors import CompiledHigherOrderError, ConcretizationError, GradientError
 from .frontend.tracer import Traced, trace_function
 from .ir.nodes import Binding, Block, Function, Module, Tuple, TupleGetItem, Var
@@ -29,7 +30,9 @@ def jvp(f, primals, tangents):
     >>> float(y), float(t)
     (0.0, 2.0)
     """
-    primals, tangents = tuple(primals), tuple(tangents)
+    check_callable(f, "jvp")
+    primals = check_tuple(primals, "jvp", "primals")
+    tangents = check_tuple(tangents, "jvp", "tangents")
     leaves, t_leaves = _matching_leaves(primals, tangents, "jvp")
     if any(getattr(x, "requires_grad", False) for x in leaves + t_leaves):
         return _jvp_on_tape(f, primals, tangents)
@@ -59,14 +62,15 @@ def _jvp_on_tape(f, primals, tangents):
     differentiate)."""
     from .tape.functional import watch
     from .tape.graph import grad_tensors
-    from .tape.tensor import Tensor
+    from .tape.tensor import Tensor, strict
 
     leaves, in_tree = flatten(tuple(primals))
     wanted = {i for i, x in enumerate(leaves)
               if np.issubdtype(np.dtype(x.dtype) if isinstance(x, Tensor)
                                else np.asarray(x).dtype, np.inexact)}
     targs, wrt, _ = watch(primals, wanted)
-    out = f(*targs)
+    with strict():
+        out = f(*targs)
     out_leaves, out_tree = flatten(out)
     cts = [Tensor(np.zeros(o.shape, o.dtype), requires_grad=True) for o in out_leaves]
     total = None
@@ -115,18 +119,12 @@ class _JvpPlan:
 
     def run(self, leaves, t_leaves):
         tf, main = self.tf, self.main
-        for x, t in zip(leaves, t_leaves):
-            if tuple(np.shape(x) if not isinstance(x, Traced) else x.shape) != tuple(
-                    np.shape(t) if not isinstance(t, Traced) else t.shape):
-                raise GradientError(f"jvp: a tangent of shape {np.shape(t)} for a primal of "
-                                    f"shape {np.shape(x)}")
         hidden = self.entry.guards.inputs()  # raises Stale: the caller traces again
         all_args = list(leaves) + list(tf.lifted_values) + hidden
         tail = []
         for i in self.floats:
-            t = t_leaves[i]
-            tail.append(t if isinstance(t, Traced) else np.asarray(
-                t, dtype=main.params[i].type.dtype.numpy))
+            t = main.params[i].type
+            tail.append(like(t_leaves[i], t.shape, t.dtype.numpy, "jvp", f"tangent {i}"))
         args = all_args + tail
         if self.tangent_only:
             out, tout = None, self.entry.run_all(args)
@@ -188,8 +186,8 @@ def linearize(f, *primals):
         if t_tree != in_tree:
             raise GradientError(f"f_lin: tangents have structure {t_tree!r}, expected "
                                 f"{in_tree!r}")
-        ts = [t_leaves[i] if isinstance(t_leaves[i], Traced) else
-              np.asarray(t_leaves[i], main.params[i].type.dtype.numpy) for i in floats]
+        ts = [like(t_leaves[i], main.params[i].type.shape, main.params[i].type.dtype.numpy,
+                   "f_lin", f"tangent {i}") for i in floats]
         tout = tangent_fn.run(list(residuals), tail=ts)
         return tout if tf.out_tree.kind is None else unflatten(tf.out_tree, list(tout))
 
@@ -281,9 +279,12 @@ def jacfwd(f, argnums: int = 0):
     """The Jacobian by forward mode, one JVP per input element; shape
     ``out.shape + x.shape``."""
 
+    check_callable(f, "jacfwd")
+
     def jac(*args):
-        x = args[argnums]
+        x = args[check_argnums(argnums, len(args), "jacfwd")[0]]
         xs, dtype = _aval(x)
+        _check_float(dtype, "jacfwd", argnums)
         out, f_lin = linearize(lambda xv: f(*args[:argnums], xv, *args[argnums + 1:]), x)
         cols = [f_lin(e) for e in _basis(xs, dtype)]
         return _stack(cols, -1, _aval(out)[0] + xs)
@@ -296,8 +297,11 @@ def jacrev(f, argnums: int = 0):
     """The Jacobian by reverse mode, one pullback per output element; shape
     ``out.shape + x.shape``."""
 
+    check_callable(f, "jacrev")
+
     def jac(*args):
-        x = args[argnums]
+        x = args[check_argnums(argnums, len(args), "jacrev")[0]]
+        _check_float(_aval(x)[1], "jacrev", argnums)
         out, pullback = vjp(lambda xv: f(*args[:argnums], xv, *args[argnums + 1:]), x)
         out_shape, dtype = _aval(out)
         rows = [pullback(e)[0] for e in _basis(out_shape, dtype)]
@@ -305,6 +309,12 @@ def jacrev(f, argnums: int = 0):
 
     jac.__name__ = f"jacrev({getattr(f, '__name__', 'f')})"
     return jac
+
+
+def _check_float(dtype, what: str, argnums) -> None:
+    if not np.issubdtype(np.dtype(dtype), np.inexact):
+        raise GradientError(f"{what}: argument {argnums} has dtype {np.dtype(dtype)}; integer "
+                            f"and bool inputs have no derivative (pass floats)")
 
 
 def hessian(f, argnums: int = 0):
@@ -321,7 +331,9 @@ def hvp(f, primals, tangents):
 
     On arrays, the program is traced and compiled once per function and primal
     signature (like ``grad``), later calls only run it."""
-    primals, tangents = tuple(primals), tuple(tangents)
+    check_callable(f, "hvp")
+    primals = check_tuple(primals, "hvp", "primals")
+    tangents = check_tuple(tangents, "hvp", "tangents")
     leaves, t_leaves = _matching_leaves(primals, tangents, "hvp")
     if any(isinstance(x, Traced) for x in leaves) or any(
             isinstance(t, Traced) for t in t_leaves):

@@ -333,6 +333,12 @@ def fori_loop(lower, upper, body_fun, init_val, checkpoint_every: int | None = N
     k iterations and recomputes the k steps in between during the backward sweep
     (memory ~ n/k carries + k steps' intermediates, for one extra forward).
     """
+    for name, bound in (("lower", lower), ("upper", upper)):
+        dtype = getattr(bound, "dtype", None)
+        if isinstance(bound, (float, complex)) or (dtype is not None and np.dtype(
+                dtype).kind not in "iu"):
+            raise TraceError(f"fori_loop: the {name} bound must be an integer, got "
+                             f"{bound!r}" + (f" of dtype {dtype}" if dtype is not None else ""))
     if checkpoint_every is not None:
         return _chunked_fori_loop(lower, upper, body_fun, init_val, int(checkpoint_every))
     tr = _active_trace(lower, upper, init_val)

@@ -9,7 +9,7 @@ import inspect
 import numpy as np
 
 from ..emit.trace import Trace, Traced, current_trace
-from ..errors import ChainruleError, TraceError
+from ..errors import ArgumentError, ChainruleError, TraceError
 from ..ir.nodes import Block, Function, Module, Tuple
 from ..ir.op import PYTHON_SCALARS
 from ..ir.types import DType, TensorType, TupleType, Type
@@ -78,7 +78,14 @@ def trace_function(f, args, name: str = "main", kwargs=None,
         b = tr.builder
         traced_leaves = []
         for leaf, pname in zip(leaves, names):
-            var = b.param(_identifier(pname), abstract_type(leaf))
+            try:
+                t = abstract_type(leaf)
+            except ChainruleError:
+                raise ArgumentError(
+                    f"{getattr(f, '__name__', 'the function')}: argument {pname} is a "
+                    f"{type(leaf).__name__} ({leaf!r:.40}), not an array or a number; pass "
+                    f"other values through a closure (or functools.partial)") from None
+            var = b.param(_identifier(pname), t)
             traced_leaves.append(tr.wrap(var) if not isinstance(var.type, TupleType)
                                  else Traced(tr, var))
         traced_args = unflatten(in_tree, traced_leaves)

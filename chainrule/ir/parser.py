@@ -80,6 +80,8 @@ def parse_constant(node) -> Constant | None:
         if isinstance(num, bool):
             return Constant(np.bool_(num))
         if isinstance(num, int):
+            if not -2**63 <= num < 2**63:
+                raise _err(node, f"the integer {num} does not fit in i64")
             return Constant(np.int64(num))
         return Constant(np.float64(num))
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)

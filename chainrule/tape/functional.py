@@ -9,7 +9,7 @@ import numpy as np
 from .. import numpy as cnp
 from ..tree import flatten, unflatten
 from .graph import grad_tensors
-from .tensor import Tensor
+from .tensor import Tensor, strict
 
 
 def _plain(tree, keep_tensors: bool):
@@ -43,7 +43,8 @@ def watch(args, wanted_leaves: set[int]):
 
 def value_and_grad_on_tape(f, args, wanted_leaves: set[int], has_aux: bool):
     targs, wrt, nested = watch(args, wanted_leaves)
-    out = f(*targs)
+    with strict():
+        out = f(*targs)
     value, aux = out if has_aux else (out, None)
     grads = grad_tensors(value, wrt, create_graph=nested)
     value = value if nested or not isinstance(value, Tensor) else value.value()
@@ -52,7 +53,8 @@ def value_and_grad_on_tape(f, args, wanted_leaves: set[int], has_aux: bool):
 
 def vjp_on_tape(f, primals, wanted_leaves: set[int]):
     targs, wrt, nested = watch(primals, wanted_leaves)
-    out = f(*targs)
+    with strict():
+        out = f(*targs)
 
     def pullback(ct_tree):
         out_leaves, _ = flatten(out)

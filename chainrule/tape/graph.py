@@ -247,10 +247,20 @@ def _seed(loss: Tensor, gradient):
             raise GradientError(f"grad can be implicitly created only for scalar outputs; "
                                 f"this output has shape {shape}: pass backward(gradient=...)")
         return np.ones((), dtype)
-    seed = gradient if isinstance(gradient, Tensor) else np.asarray(gradient, dtype)
-    if tuple(np.shape(seed)) != tuple(shape):
-        raise GradientError(f"backward: gradient of shape {np.shape(seed)} for an output "
-                            f"of shape {shape}")
+    if isinstance(gradient, Tensor):
+        seed = gradient
+        got = gradient.aval()
+    else:
+        seed = gradient if type(gradient) in PYTHON_SCALARS else np.asarray(gradient)
+        got = (np.shape(seed), np.asarray(seed).dtype)
+    if tuple(got[0]) != tuple(shape):
+        raise GradientError(f"backward: gradient of shape {tuple(got[0])} for an output "
+                            f"of shape {tuple(shape)}")
+    if type(seed) in PYTHON_SCALARS:
+        return np.asarray(seed, dtype)
+    if np.dtype(got[1]) != np.dtype(dtype):
+        raise GradientError(f"backward: gradient of dtype {got[1]} for an output of dtype "
+                            f"{np.dtype(dtype)} (chainrule does not cast it)")
     return seed
 
 

@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from ..emit.methods import ArrayMethods
-from ..errors import ChainruleError
+from ..errors import ChainruleError, ConcretizationError
 from ..ir.op import HANDLERS, evaluate
 
 
@@ -24,6 +24,9 @@ class _Mode(threading.local):
     def __init__(self):
         self.grad_enabled = True
         self.lazy = False
+        # inside a function that grad/vjp/jvp run on the tape: Python numbers made
+        # from tensors being differentiated are refused, as on traced values
+        self.strict = 0
 
 
 MODE = _Mode()
@@ -38,6 +41,17 @@ def no_grad():
         yield
     finally:
         MODE.grad_enabled = old
+
+
+@contextlib.contextmanager
+def strict():
+    """Inside: ``float()``, ``int()``, ``.item()`` of a tensor that requires grad raise
+    (what the API's transforms use when they run a function on the tape)."""
+    MODE.strict += 1
+    try:
+        yield
+    finally:
+        MODE.strict -= 1
 
 
 @contextlib.contextmanager
@@ -97,7 +111,18 @@ class Tensor(ArrayMethods):
         return self.value()
 
     def item(self):
+        self._refuse_detaching("item()")
         return self.value().item()
+
+    def _refuse_detaching(self, what: str) -> None:
+        """A Python number made from a value being differentiated would carry no
+        gradient: the same error as on a traced value, under every route."""
+        if self.requires_grad and MODE.grad_enabled and MODE.strict:
+            raise ConcretizationError(
+                f"{what} of a tensor that requires grad makes a Python number that carries "
+                f"no gradient, so the derivative would silently lose that path; keep it an "
+                f"array (use chainrule.numpy functions on it), or cut the gradient explicitly "
+                f"with .detach() or chainrule.numpy.stop_gradient")
 
     @property
     def is_leaf(self) -> bool:
@@ -128,17 +153,20 @@ class Tensor(ArrayMethods):
             return f"Tensor(<lazy {self.shape} {self.dtype}>{flag})"
         return f"Tensor({self._value!r}{flag})"
 
-    # -- concrete Python values are fine on the tape ----------------------------------
+    # -- concrete Python values: fine for control flow, not for arithmetic -----------------
     def __bool__(self):
-        return bool(self.value())
+        return bool(self.value())  # `if`/`while` on values is what the tape is for
 
     def __float__(self):
+        self._refuse_detaching("float()")
         return float(self.value())
 
     def __int__(self):
+        self._refuse_detaching("int()")
         return int(self.value())
 
     def __index__(self):
+        self._refuse_detaching("using it as an index")
         return int(self.value())
 
     def __array__(self, dtype=None, copy=None):
