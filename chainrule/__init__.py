@@ -7,7 +7,16 @@ it and runs it as generated NumPy code. Every program prints as Python.
 
 from . import ops, rules  # noqa: F401  (register the operators and their rules)
 from .api import grad, jit, optimize, value_and_grad, vjp
-from .api_forward import hessian, hvp, jacfwd, jacrev, jvp, linear_transpose, linearize
+from .api_forward import (
+    hessian,
+    hvp,
+    jacfwd,
+    jacrev,
+    jvp,
+    jvp_via_vjp,
+    linear_transpose,
+    linearize,
+)
 from .backend.interpret import run
 from .custom import custom_jvp, custom_vjp
 from .errors import ChainruleError, ParseError, VerifyError
@@ -19,7 +28,8 @@ from .rules import register_jvp, register_vjp
 __all__ = [
     "ChainruleError", "Module", "ParseError", "VerifyError", "checkpoint", "cond",
     "custom_jvp", "custom_vjp", "fori_loop",
-    "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "linear_transpose", "linearize",
+    "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "jvp_via_vjp", "linear_transpose",
+    "linearize",
     "optimize", "parse", "register_jvp", "register_vjp", "run", "scan", "script",
     "structural_equal", "trace", "value_and_grad", "verify", "vjp", "while_loop",
 ]

@@ -14,6 +14,7 @@ import functools
 import numpy as np
 
 from .backend.codegen import compile_module
+from .backend.interpret import Interpreter
 from .checks import check_argnums, check_callable, like, own
 from .errors import (
     ChainruleError,
@@ -24,6 +25,7 @@ from .errors import (
 from .frontend.capture import Guards, Stale
 from .frontend.tracer import Trace, Traced, current_trace, trace_function
 from .ir.nodes import Module, Tuple, Var
+from .ir.op import is_dispatched
 from .ir.types import TensorType, has_float
 from .ir.visitor import Mutator
 from .transform.optimize import optimize
@@ -444,20 +446,36 @@ def vjp(f, *primals, has_aux: bool = False):
         raise GradientError("vjp(has_aux=True) needs f to return (output, aux)")
     floats = [i for i, p in enumerate(main.params[:len(leaves)]) if has_float(p.type)]
     outer = _outer_trace(leaves) or _outer_trace(tf.lifted_values)
+    adjoint = []  # the adjoint program, made when a cotangent is itself traced or recorded
+    hidden = tf.guards.inputs()  # the values the forward read, for the pullback too
+
+    def pull_symbolic(ct):
+        """The pullback on a traced cotangent (emitted into its trace) or a tape tensor
+        (recorded on its tape): the adjoint program, run on the forward's inputs."""
+        if not adjoint:
+            adjoint.append(optimize(gradient(tf.module, "main", sens=True,
+                                             require_grads=[main.params[i] for i in floats])))
+        args = list(leaves) + list(tf.lifted_values) + hidden + [ct]
+        entry = _Compiled(adjoint[0], "main_adjoint", tf, None, hidden=False)
+        if _outer_trace(flatten(args)[0]) is not None:
+            return entry.run_all(args)[1]
+        interp = Interpreter(adjoint[0], dispatch=True)  # tape tensors record each op
+        return interp.call_function(adjoint[0]["main_adjoint"], args, {})[1]
+
     if outer is None:
         try:
             module = optimize(vjp_module(tf.module, "main"))
         except CompiledHigherOrderError:
             return _vjp_on_tape(f, primals, has_aux)
-        out, pull = _Compiled(module, "main_vjp", tf, None).run(leaves)
-    else:
-        out = _Compiled(tf.module, "main", tf, None).run(leaves)
-        adjoint = gradient(tf.module, "main", require_grads=[main.params[i] for i in floats],
-                           sens=True)
+        out, pull_compiled = _Compiled(module, "main_vjp", tf, None).run(leaves)
 
         def pull(ct):
-            entry = _Compiled(adjoint, "main_adjoint", tf, None)
-            return entry.run(leaves, tail=[ct])[1]
+            if any(is_dispatched(c) for c in flatten(ct)[0]):
+                return pull_symbolic(ct)
+            return own(pull_compiled(ct), primals)
+    else:
+        out = _Compiled(tf.module, "main", tf, None).run(leaves)
+        pull = pull_symbolic
 
     out_values = list(out) if out_tree.kind is not None else [out]
     out_py = unflatten(out_tree, out_values)
@@ -475,7 +493,7 @@ def vjp(f, *primals, has_aux: bool = False):
         ct_leaves = [like(c, t.shape, t.dtype.numpy, "pullback", "the cotangent")
                      for c, t in zip(ct_leaves, _leaf_types(main.ret_type))]
         ct_arg = ct_leaves[0] if out_tree.kind is None else tuple(ct_leaves)
-        grads = own(pull(ct_arg), primals)
+        grads = pull(ct_arg)
         flat = [None] * len(leaves)
         for i, g in zip(floats, grads):
             flat[i] = g

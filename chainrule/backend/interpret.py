@@ -88,7 +88,7 @@ class Interpreter:
                 callee = v.callee
                 args = [value_of(a, env) for a in v.args]
                 if isinstance(callee, Op):
-                    if self.dispatch:
+                    if self.dispatch and not callee.internal:  # stacks hold values as they are
                         env[b.var] = run_kernel(apply, callee, args, v.attrs, b.var, callee)
                     else:
                         env[b.var] = run_kernel(callee.kernel, callee, args, v.attrs, b.var)
