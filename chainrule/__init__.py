@@ -5,7 +5,7 @@ traces it into a typed IR, differentiates it with IR-to-IR passes, optimizes
 it and runs it as generated NumPy code. Every program prints as Python.
 """
 
-from . import ops, rules  # noqa: F401  (register the operators and their rules)
+from . import ops, random, rules  # noqa: F401  (register the operators and their rules)
 from .api import grad, jit, optimize, value_and_grad, vjp
 from .api_forward import (
     hessian,
@@ -31,5 +31,5 @@ __all__ = [
     "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "jvp_via_vjp", "linear_transpose",
     "linearize",
     "optimize", "parse", "register_jvp", "register_vjp", "run", "scan", "script",
-    "structural_equal", "trace", "value_and_grad", "verify", "vjp", "while_loop",
+    "random", "structural_equal", "trace", "value_and_grad", "verify", "vjp", "while_loop",
 ]

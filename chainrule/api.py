@@ -10,6 +10,7 @@ enclosing trace instead, so transformations compose to any order.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -18,11 +19,13 @@ from .backend.interpret import Interpreter
 from .checks import check_argnums, check_callable, like, own
 from .errors import (
     ChainruleError,
+    ChainruleWarning,
     CompiledHigherOrderError,
     ConcretizationError,
     GradientError,
 )
 from .frontend.capture import Guards, Stale
+from .frontend.randomness import RandomDraws
 from .frontend.tracer import Trace, Traced, current_trace, trace_function
 from .ir.nodes import Module, Tuple, Var
 from .ir.op import is_dispatched
@@ -192,12 +195,16 @@ class _Compiled:
 class _Transform:
     """A function transformation cached per input signature."""
 
-    def __init__(self, f, build, name: str, on_tape=None):
+    def __init__(self, f, build, name: str, on_tape=None,
+                 fallback_for=(ConcretizationError, CompiledHigherOrderError)):
         self.f = f
         self.build = build
         self.on_tape = on_tape
         self.cache: dict = {}
         self.fast_cache: dict = {}  # _fast_key -> entry, for plain NumPy arguments
+        self.uncompiled: set = set()  # signatures that run without compiling (see _fallback)
+        self.fallback_for = fallback_for
+        self.warned = False
         functools.update_wrapper(self, f, updated=())
         self.__name__ = f"{name}({getattr(f, '__name__', 'f')})"
 
@@ -211,6 +218,22 @@ class _Transform:
             if not entry.traced.lifted_values and not any(isinstance(x, Traced) for x in leaves):
                 self.cache[key] = entry
         return entry, leaves
+
+    @staticmethod
+    def _signature(args):
+        leaves, in_tree = flatten(tuple(args))
+        return (in_tree, tuple(_leaf_signature(x) for x in leaves))
+
+    def _fallback(self, args, exc):
+        """Run on the tape (or, for jit, uncompiled) from now on for these argument
+        types; say once why, when the reason is not Python control flow on values
+        (the tape's ordinary use)."""
+        self.uncompiled.add(self._signature(args))
+        if isinstance(exc, RandomDraws) and not self.warned:
+            self.warned = True
+            warnings.warn(f"{self.__name__}: not compiled, runs uncompiled at every call "
+                          f"instead: {exc}", ChainruleWarning, stacklevel=3)
+        return self.on_tape(args)
 
     def forget(self, entry) -> None:
         """Drop a specialization whose guards failed."""
@@ -227,18 +250,21 @@ class _Transform:
                     return entry.finish(entry.run_fast(fast[1]), args)
                 except Stale:
                     self.forget(entry)
-        if self.on_tape is not None and any(
+        if self.on_tape is not None and self.fallback_for is not RandomDraws and any(
                 getattr(x, "requires_grad", False) for x in flatten(args)[0]):
             return self.on_tape(args)  # called on tape tensors: record on that tape
+        if self.uncompiled and self._signature(args) in self.uncompiled:
+            return self.on_tape(args)
         try:
             entry, leaves = self.specialize(args)
             result = entry.run(leaves)
-        except (ConcretizationError, CompiledHigherOrderError):
-            # Python control flow on values, or a derivative of compiled control flow
-            # differentiated again: differentiate on the tape instead
-            if self.on_tape is None or any(isinstance(x, Traced) for x in flatten(args)[0]):
+        except (ConcretizationError, CompiledHigherOrderError) as exc:
+            # Python control flow on values, random draws compiled code cannot repeat, or a
+            # derivative of compiled control flow differentiated again: run it uncompiled
+            if (self.on_tape is None or not isinstance(exc, self.fallback_for)
+                    or any(isinstance(x, Traced) for x in flatten(args)[0])):
                 raise
-            return self.on_tape(args)
+            return self._fallback(args, exc)
         except Stale:
             # what the function reads from outside its arguments changed: trace again
             self.forget(entry)
@@ -406,7 +432,10 @@ def jit(f, backend: str = "codegen"):
         entry.finish = finish
         return entry
 
-    t = _Transform(f, build, "jit")
+    def uncompiled(args):  # random draws compiled code cannot repeat: run f itself
+        return f(*args)
+
+    t = _Transform(f, build, "jit", uncompiled, fallback_for=RandomDraws)
     t.module = lambda *args: t.specialize(args)[0].module
     t.source = lambda *args: _source_of(t.specialize(args)[0])
     return t

@@ -78,3 +78,8 @@ class TransposeError(ChainruleError):
 
 class CodegenError(ChainruleError):
     """A module the code generator cannot turn into Python source."""
+
+
+class ChainruleWarning(UserWarning):
+    """Something chainrule does differently than asked, and says why (a function that
+    must run uncompiled)."""

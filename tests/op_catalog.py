@@ -120,3 +120,17 @@ def main(x: f64[3]) -> tuple[f64[3], bool]:
     return (top, more)
 """,
 }
+
+
+def extra_modules() -> list:
+    """Programs whose ops only appear through the API (random draws and keys)."""
+    import chainrule as cr
+
+    rs = np.random.RandomState(0)
+    key = cr.random.PRNGKey(3)
+    draws = cr.jit(lambda x: x * rs.randn(3) + rs.rand(3)).module(np.ones(3))
+    keyed = cr.trace(lambda k, x: (x * cr.random.normal(k, (3,)) + cr.random.uniform(k, (3,)),
+                                   cr.random.split(k, 3), cr.random.fold_in(k, 7),
+                                   cr.random.bits(k, (2,))),
+                     key, np.ones(3))
+    return [draws, keyed]

@@ -22,7 +22,7 @@ LAYERS = [
     {"numpy", "scipy"},
     {"frontend"},
     {"tape"},
-    {"checks", "custom", "api", "api_forward", "testing"},
+    {"checks", "custom", "api", "api_forward", "random", "testing"},
     {"__init__", "__main__", "demo"},
 ]
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}

@@ -11,7 +11,7 @@ import importlib
 import numpy as np
 import pytest
 from namespace_cases import collect
-from op_catalog import CATALOG, FORWARD_ONLY, TEXT
+from op_catalog import CATALOG, FORWARD_ONLY, TEXT, extra_modules
 from test_codegen import check
 
 import chainrule as cr
@@ -56,7 +56,8 @@ COVERED_FD = set().union(*map(_ops_in, _traced(CATALOG).values()),
                          *map(_ops_in, _traced_cases(grad=True)))
 COVERED = COVERED_FD.union(*map(_ops_in, _traced(FORWARD_ONLY).values()),
                            *map(_ops_in, _traced_cases(grad=False)),
-                           *(_ops_in(cr.parse(t)) for t in TEXT.values()))
+                           *(_ops_in(cr.parse(t)) for t in TEXT.values()),
+                           *map(_ops_in, extra_modules()))
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))

@@ -144,6 +144,7 @@ class Found:
         self.aliases: dict[int, list[Path]] = {}  # id(array) -> every path found to it
         self.values: dict[int, np.ndarray] = {}
         self.numbers: list[tuple[Path, object]] = []
+        self.generators: list[tuple[Path, object]] = []  # NumPy random generators
         self._seen: set[int] = set()
 
     def swap(self, placeholder) -> list:
@@ -213,6 +214,10 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
     if isinstance(value, _SCALARS) or (t is tuple and value and len(value) <= MAX_ITEMS
                                        and all(isinstance(v, _SCALARS) for v in value)):
         found.numbers.append((path, value))
+        return
+    if isinstance(value, (np.random.RandomState, np.random.Generator)):
+        if all(g is not value for _, g in found.generators):
+            found.generators.append((path, value))
         return
     if value is None or isinstance(value, (str, bytes, type)) or depth > MAX_DEPTH:
         return

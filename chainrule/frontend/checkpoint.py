@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 
+from ..errors import TraceError
 from ..ir.nodes import Function, GlobalVar
 from ..tree import flatten, unflatten
 from .tracer import Traced, trace_function
@@ -35,6 +36,7 @@ def checkpoint(f):
             name = f"{base}_checkpoint_{k}"
         sub = trace_function(f, args, name=name)
         fn = sub.module[name]
+        _refuse_effects(sub.module, name)
         functions = dict(sub.module.functions)
         flags = {**fn.attrs, "checkpoint": True}
         functions[name] = Function(fn.params, fn.body, fn.ret_type, flags)
@@ -48,3 +50,24 @@ def checkpoint(f):
 
     wrapped.checkpointed = True
     return wrapped
+
+
+def _refuse_effects(module, name: str) -> None:
+    """A checkpointed function is run again by the backward sweep: a random draw in it
+    would give new numbers there, so the gradient would not match the forward."""
+    from ..ir.nodes import Call
+    from ..ir.op import Op
+    from ..ir.visitor import nested_blocks
+
+    stack = [fn.body for fn in module.functions.values()]
+    while stack:
+        block = stack.pop()
+        for b in block.bindings:
+            v = b.value
+            if isinstance(v, Call) and isinstance(v.callee, Op) and v.callee.effects:
+                raise TraceError(
+                    f"checkpoint: {name} draws random numbers ({v.callee.name} at "
+                    f"{b.var.name}), and the backward sweep runs it again, which would draw "
+                    f"new ones; draw outside the checkpointed function and pass the numbers "
+                    f"in, or use chainrule.random keys")
+            stack.extend(nested_blocks(v))

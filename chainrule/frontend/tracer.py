@@ -16,6 +16,7 @@ from ..ir.types import DType, TensorType, TupleType, Type
 from ..ir.visitor import vars_used
 from ..tree import flatten, leaf_paths, unflatten
 from .capture import Capture, Guards, sources
+from .randomness import Stand_ins
 
 
 def abstract_type(x) -> Type:
@@ -93,7 +94,11 @@ def trace_function(f, args, name: str = "main", kwargs=None,
         # runs (put back afterwards), so whatever it computes from them is traced too
         undo = found.swap(lambda x, path: tr.wrap(tr.capture(x, path))) if found else []
         try:
-            out = f(*traced_args, **kwargs)
+            if found is not None:  # and its random generators emit draws (randomness.py)
+                with Stand_ins(tr, found):
+                    out = f(*traced_args, **kwargs)
+            else:
+                out = f(*traced_args, **kwargs)
         except RecursionError:
             raise TraceError(f"tracing {getattr(f, '__name__', f)} recursed too deeply; "
                              f"recursion on traced values needs an explicit base case "

@@ -70,6 +70,8 @@ class Op:
       that apply this op directly.
     - ``internal``: the op appears only in programs the passes generate and in
       the text format (the stacks of reverse-mode loops), never in user code.
+    - ``effects``: running it does more than compute its result (a draw from a
+      random generator): passes never merge, drop or constant-fold it.
     """
 
     name: str
@@ -89,6 +91,7 @@ class Op:
     namespace: tuple = ()
     methods: tuple = ()
     internal: bool = False
+    effects: bool = False
     doc: str = ""
 
     def __post_init__(self):

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     linalg,
     mathfuncs,
     nn,
+    random,
     reduction,
     shape,
     sorting,
@@ -27,6 +28,7 @@ from .indexing import getitem, index, index_add, index_update
 from .linalg import *  # noqa: F403
 from .mathfuncs import *  # noqa: F403
 from .nn import log_softmax, logsumexp, softmax
+from .random import *
 from .reduction import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: A004
 from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403

@@ -88,6 +88,8 @@ class _CSE:
         t = type(value)
         if t is Call:
             callee = value.callee
+            if type(callee) is Op and callee.effects:
+                return None  # two draws are two draws
             ck = ("global", callee.name) if type(callee) is GlobalVar else callee
             args = tuple(self.atom_key(a) for a in value.args)
             if len(args) == 2 and type(callee) is Op and callee.commutative:

@@ -1,6 +1,7 @@
 """Dead-code elimination.
 
-Every op is pure, so a binding whose variable is never read can go. One
+Every op but those declared ``effects`` (random draws) is pure, so a binding
+whose variable is never read can go. One
 backward scan per block reaches the fixed point: a binding is visited after
 all its readers, so when it is dropped, the values it read have not been
 visited yet and may be dropped in turn. A kept binding's nested blocks
@@ -33,8 +34,15 @@ from collections.abc import Iterable
 
 from ..errors import ChainruleError
 from ..ir.nodes import Binding, Block, Call, Function, GlobalVar, Module, Tuple, Var, While
+from ..ir.op import Op
 from ..ir.visitor import atoms_of, nested_blocks
 from .base import Pass, register_pass, same_block, with_blocks
+
+
+def _effect(value) -> bool:
+    """A call of an op with an effect (a random draw): kept even when unused, so a
+    compiled program advances the generator as running the function would."""
+    return type(value) is Call and type(value.callee) is Op and value.callee.effects
 
 
 def _mark(x, live: set) -> None:
@@ -50,7 +58,7 @@ def _block(block: Block, live: set) -> Block:
     _mark(block.result, live)
     kept = []
     for b in reversed(block.bindings):
-        if b.var not in live:
+        if b.var not in live and not _effect(b.value):
             continue
         value = b.value
         inner = nested_blocks(value)

@@ -207,6 +207,8 @@ class _Simplifier:
 
     # -- rules ----------------------------------------------------------------------------
     def fold(self, var: Var, call: Call):
+        if call.callee.effects:
+            return None
         t = var.type
         if not call.args:  # a creation op: folded when it makes a scalar
             if call.callee not in _CREATION or not (
