@@ -21,6 +21,7 @@ array([ 3., 12.])
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -95,8 +96,10 @@ class Op:
     doc: str = ""
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise ChainruleError(f"an op name must be an identifier, got {self.name!r}")
+        if (not isinstance(self.name, str) or not self.name.isidentifier()
+                or keyword.iskeyword(self.name)):
+            raise ChainruleError(f"an op name must be an identifier (not a keyword), got "
+                                 f"{self.name!r}")
         if self.linear not in (None, "all", "one") and not (
                 isinstance(self.linear, tuple)
                 and all(isinstance(i, int) for i in self.linear)):

@@ -26,6 +26,7 @@ from .indexing import ArrayIndex, Slice
 from .infer import arg_type
 from .nodes import Call, Constant, Function, GlobalVar, If, Module, Tuple, TupleGetItem, Var, While
 from .op import OPS
+from .printer import reserved_names
 from .types import DTYPES, DType, FuncType, ListType, TensorType, TupleType, Type
 
 SPECIAL_PARSE = {}  # reserved for ops whose text form is not a plain call
@@ -472,8 +473,9 @@ class _ModuleParser:
             if isinstance(s, ast.FunctionDef):
                 if s.name in self.signatures:
                     raise _err(s, f"function {s.name} is defined twice")
-                if s.name in OPS or s.name in DTYPES:
-                    raise _err(s, f"function name {s.name!r} is taken by an op or dtype")
+                if s.name in reserved_names():
+                    raise _err(s, f"function name {s.name!r} is taken by an op, a dtype or a "
+                                  f"name of the text format")
                 params, ret = self.signature(s)
                 self.signatures[s.name] = (params, ret)
                 defs.append(s)

@@ -150,11 +150,19 @@ class Printer:
         if isinstance(v, Call):
             args = [self.atom(a, names) for a in v.args]
             if isinstance(v.callee, Op):
+                if OPS.get(v.callee.name) is not v.callee:
+                    raise ChainruleError(f"cannot print a call of {v.callee!r}: no op of that "
+                                         f"name is registered, so the text would not read back "
+                                         f"as this program")
                 special = SPECIAL_PRINT.get(v.callee.name)
                 if special is not None:
                     return special(v, args)
                 defaults = v.callee.attrs
                 for key, val in v.attrs.items():
+                    if not isinstance(key, str) or not key.isidentifier() or keyword.iskeyword(
+                            key):
+                        raise ChainruleError(f"cannot print attribute {key!r} of "
+                                             f"{v.callee.name}: not a name")
                     default = defaults.get(key)
                     if type(default) is type(val) and default == val:
                         continue
@@ -204,6 +212,8 @@ class Printer:
 
     def function(self, name: str, fn: Function, names: dict, indent: str) -> None:
         for flag in sorted(fn.attrs):
+            if not isinstance(flag, str) or not flag.isidentifier() or keyword.iskeyword(flag):
+                raise ChainruleError(f"cannot print the flag {flag!r} of function {name}")
             self.lines.append(f"{indent}@{flag}")
         params = ", ".join(f"{names[p]}: {p.type!r}" for p in fn.params)
         self.lines.append(f"{indent}def {name}({params}) -> {fn.ret_type!r}:")
@@ -247,6 +257,12 @@ class Printer:
         self._hoist_constants()
         self.reserved |= set(self.const_names.values())
         chunks = []
+        for fname in self.module.functions:
+            if (not isinstance(fname, str) or not fname.isidentifier()
+                    or keyword.iskeyword(fname) or fname in reserved_names()):
+                raise ChainruleError(f"cannot print a function named {fname!r}: a function "
+                                     f"name is an identifier that is not a keyword, an op, a "
+                                     f"dtype or a name of the text format")
         for fname, fn in self.module.functions.items():
             names: dict[Var, str] = {}
             taken = set(self.reserved)
