@@ -278,7 +278,7 @@ class _Transform:
 # -- grad / value_and_grad -----------------------------------------------------------
 
 
-def _build_grad(f, argnums, has_aux, args, leaves):
+def _build_grad(f, argnums, has_aux, args, leaves, holomorphic=False):
     from .transform.gradient import gradient
 
     nums = _argnums_tuple(argnums, len(args))
@@ -293,6 +293,10 @@ def _build_grad(f, argnums, has_aux, args, leaves):
                 raise GradientError(
                     f"grad: argument {a} has a leaf of type {p.type!r} ({p.name}); "
                     f"integer and bool inputs have no gradient (leave them out of argnums)")
+            if holomorphic and p.type.dtype[0] != "c":
+                raise GradientError(f"grad(holomorphic=True): argument {a} has dtype "
+                                    f"{p.type.dtype}; a holomorphic derivative needs complex "
+                                    f"inputs")
             wanted.append(p)
     out_leaves = tf.out_tree.num_leaves
     target_index = None
@@ -316,6 +320,15 @@ def _build_grad(f, argnums, has_aux, args, leaves):
             f"grad needs a function returning one float scalar, but "
             f"{getattr(f, '__name__', 'it')} returns a {tf.out_tree!r} structure; use vjp "
             f"for non-scalar outputs or has_aux=True for (value, aux)")
+    target = fn.ret_type if target_index is None else fn.ret_type.fields[target_index]
+    if isinstance(target, TensorType) and target.dtype[0] == "c" and not holomorphic:
+        raise GradientError(
+            f"grad of a complex-valued function ({getattr(f, '__name__', 'f')} returns "
+            f"{target!r}): pass holomorphic=True for the complex derivative f'(z), or "
+            f"differentiate a real loss (cnp.real, cnp.abs, ...); cr.vjp takes any "
+            f"cotangent")
+    if holomorphic and not (isinstance(target, TensorType) and target.dtype[0] == "c"):
+        raise GradientError(f"grad(holomorphic=True) needs a complex output, got {target!r}")
     module = gradient(tf.module, "main", require_grads=wanted, target_index=target_index)
     module = optimize(Module({"main_adjoint": module["main_adjoint"],
                               **{k: v for k, v in module.functions.items()
@@ -343,15 +356,17 @@ def _grads_tree(entry, grads, args):
     return out
 
 
-def value_and_grad(f, argnums=0, has_aux: bool = False):
+def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """``f -> (lambda *args: (f(*args), gradient))`` with JAX's conventions:
     with ``has_aux`` the value is ``(value, aux)``; with a tuple ``argnums``
-    the gradient is a tuple, one per argument."""
+    the gradient is a tuple, one per argument. For a real-valued f of complex z
+    the gradient is df/dx - i df/dy (JAX's convention); a complex-valued f needs
+    ``holomorphic=True`` and then gives f'(z)."""
     check_callable(f, "value_and_grad")
     _check_argnums_form(argnums, "value_and_grad")
 
     def build(args, leaves):
-        entry = _build_grad(f, argnums, has_aux, args, leaves)
+        entry = _build_grad(f, argnums, has_aux, args, leaves, holomorphic)
 
         def finish(result, args):
             value, grads = own(result, args)
@@ -372,7 +387,7 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
         nums = _argnums_tuple(argnums, len(args))
         ranges = _leaf_ranges(args)
         wanted = {i for a in nums for i in ranges[a]}
-        value, aux, grads = value_and_grad_on_tape(f, args, wanted, has_aux)
+        value, aux, grads = value_and_grad_on_tape(f, args, wanted, has_aux, holomorphic)
         gtrees, k = [], 0
         for a in nums:
             n = len(ranges[a])
@@ -384,12 +399,12 @@ def value_and_grad(f, argnums=0, has_aux: bool = False):
     return _Transform(f, build, "value_and_grad", on_tape)
 
 
-def grad(f, argnums=0, has_aux: bool = False):
+def grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """``f -> gradient of f`` w.r.t. argument ``argnums`` (JAX's conventions; with
     ``has_aux`` returns ``(gradient, aux)``)."""
     check_callable(f, "grad")
     _check_argnums_form(argnums, "grad")
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     def g(*args):
         value, grads = vg(*args)

@@ -20,6 +20,8 @@ CATALOG = {
     "add": (lambda x, y: x + y, (U(3, 1), U(4))),
     "subtract": (lambda x, y: x - y, (U(2, 3), U(3))),
     "multiply": (lambda x, y: x * y, (U(3, 1), U(1, 4))),
+    "complex_from_parts": (lambda x, y: cnp.real(ops.complex_from_parts(x, y) * (1 - 2j)),
+                           (U(3, 1), U(4))),
     "divide": (lambda x, y: x / y, (U(2, 3), P(3))),
     "power": (lambda x, y: x ** y, (P(2, 3), U(3))),
     "power_const": (lambda x: x ** 3.0, (U(4),)),

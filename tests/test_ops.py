@@ -216,6 +216,16 @@ for _n in ("random_normal", "random_uniform"):
 REPRESENTATIVE["random_bits"] = [([_KEY], {"shape": (3,)})]
 REPRESENTATIVE["random_split"] = [([_KEY], {"num": 3})]
 REPRESENTATIVE["random_fold_in"] = [([_KEY], {"data": 5})]
+_COMPLEX = [arr((2, 3), np.float64) + 1j * arr((2, 3), np.float64),
+            (arr((3,), np.float32) + 1j * arr((3,), np.float32)).astype(np.complex64)]
+for _n in ("real", "imag", "conj", "angle"):
+    REPRESENTATIVE[_n] = [([x], {}) for x in _COMPLEX] + [([arr(s, d)], {}) for s in S
+                                                           for d in NUMERIC]
+REPRESENTATIVE["complex_from_parts"] = [([arr(a, d1), arr(b, d2)], {})
+                                        for (a, b) in [((2, 1), (3,)), ((), (2,))]
+                                        for d1, d2 in [(np.float32, np.float32),
+                                                       (np.float64, np.float32),
+                                                       (np.float16, np.float16)]]
 
 
 def builtin_ops() -> list[str]:

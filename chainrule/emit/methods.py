@@ -109,6 +109,24 @@ class ArrayMethods:
     def __rpow__(self, o):
         return ops.power(o, self)
 
+    def __mod__(self, o):
+        return ops.remainder(self, o)
+
+    def __rmod__(self, o):
+        return ops.remainder(o, self)
+
+    def __floordiv__(self, o):
+        return ops.floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        return ops.floor_divide(o, self)
+
+    def __divmod__(self, o):
+        return ops.floor_divide(self, o), ops.remainder(self, o)
+
+    def __rdivmod__(self, o):
+        return ops.floor_divide(o, self), ops.remainder(o, self)
+
     def __matmul__(self, o):
         return ops.matmul(self, o)
 

@@ -31,7 +31,11 @@ def _constants_equal(a: Constant, b: Constant) -> bool:
         return True
     if not a.type.dtype.is_float:
         return bool(np.array_equal(a.data, b.data))
-    # floats: NaN equals NaN, but 0.0 and -0.0 differ (1/x tells them apart)
+    # floats: NaN equals NaN, but 0.0 and -0.0 differ (1/x tells them apart); complex
+    # numbers part by part
+    if a.type.dtype[0] == "c":
+        return _constants_equal(Constant(a.data.real), Constant(b.data.real)) and (
+            _constants_equal(Constant(a.data.imag), Constant(b.data.imag)))
     return bool(np.array_equal(a.data, b.data, equal_nan=True)
                 and np.array_equal(np.signbit(a.data), np.signbit(b.data)))
 

@@ -40,6 +40,12 @@ def _err(node, message: str) -> ParseError:
 def _literal_number(node):
     if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float)):
         return node.value
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "complex" and len(node.args) == 2 and not node.keywords):
+        re, im = (_literal_number(a) for a in node.args)  # complex(re, im)
+        if isinstance(re, float) and isinstance(im, float):
+            return complex(re, im)
+        return None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         v = _literal_number(node.operand)
         if v is not None and not isinstance(v, bool):
@@ -84,6 +90,8 @@ def parse_constant(node) -> Constant | None:
             if not -2**63 <= num < 2**63:
                 raise _err(node, f"the integer {num} does not fit in i64")
             return Constant(np.int64(num))
+        if isinstance(num, complex):
+            return Constant(np.complex128(num))
         return Constant(np.float64(num))
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and node.func.id in DTYPES):

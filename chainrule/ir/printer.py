@@ -30,7 +30,7 @@ from .types import DTYPES, DType, Type
 from .visitor import atoms_of, nested_blocks
 
 INLINE_CONSTANT_SIZE = 16  # larger constants are hoisted to module-level names
-SYNTAX_NAMES = {"tuple", "Callable", "inf", "nan", "True", "False", "None", "slice"}
+SYNTAX_NAMES = {"tuple", "Callable", "inf", "nan", "True", "False", "None", "slice", "complex"}
 SPECIAL_PRINT = {}  # op name -> function(printer, call, names) -> str
 
 
@@ -43,8 +43,10 @@ def format_scalar(value, dtype: DType) -> str:
         return "True" if bool(value) else "False"
     if dtype.is_int:
         return str(int(value))
-    if dtype[0] == "c":
-        raise ChainruleError("complex constants cannot be printed yet")
+    if dtype[0] == "c":  # complex(re, im): also right for inf and nan parts
+        part = DType("f32" if dtype == "c64" else "f64")
+        value = complex(value)
+        return f"complex({format_scalar(value.real, part)}, {format_scalar(value.imag, part)})"
     value = dtype.numpy.type(value)
     if np.isnan(value):  # keep the sign bit: -nan parses back as -float("nan")
         return "-nan" if np.signbit(value) else "nan"
@@ -60,7 +62,7 @@ def format_constant_data(data: np.ndarray) -> str:
     dtype = DType(data.dtype)
     if data.ndim == 0:
         text = format_scalar(data.item(), dtype)
-        if dtype in ("f64", "i64", "bool"):
+        if dtype in ("f64", "i64", "bool", "c128"):
             return text
         return f"{dtype}({text})"
     if 0 in data.shape:

@@ -74,6 +74,10 @@ class DType(str):
         return self[0] in "fc"
 
     @property
+    def is_complex(self) -> bool:
+        return self[0] == "c"
+
+    @property
     def is_int(self) -> bool:
         return self[0] in "iu"
 

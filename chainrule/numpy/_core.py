@@ -1,13 +1,15 @@
 """The user namespace's own functions: NumPy signatures over the ops (adapters)
 and composites written with ops, so they differentiate for free.
 
-Functions that apply one op as declared (``exp``, ``sum``, ``where``, ...)
-are not here: ``chainrule.numpy`` makes them from the op registry.
+Functions that apply one op as declared (``exp``, ``sum``, ...) are not
+here: ``chainrule.numpy`` makes them from the op registry. The families with
+modules of their own: ``_math`` (elementwise functions), ``_reductions``
+(``var``, ``std``, ``median``, ...), ``_sorting`` (``sort``, ``take``, ...),
+``_shapes`` / ``_rearrange`` / ``_select`` (assembly, ``pad``, ``where``),
+``_complex``.
 """
 
 from __future__ import annotations
-
-import builtins
 
 import numpy as _np
 
@@ -95,26 +97,6 @@ def prefix_product(x, axis, exclusive=False):
     return _ops.prefix_product(x, axis, exclusive)
 
 
-@_method("var")
-def var(x, axis=None, keepdims=False, ddof=0):
-    centered = _ops.subtract(x, _ops.mean(x, axis=axis, keepdims=True))
-    sq = _ops.sum(_ops.multiply(centered, centered), axis=axis, keepdims=keepdims)
-    n = _reduced_count(_shape(x), axis)
-    return _ops.divide(sq, n - ddof)
-
-
-@_method("std")
-def std(x, axis=None, keepdims=False, ddof=0):
-    return _ops.sqrt(var(x, axis=axis, keepdims=keepdims, ddof=ddof))
-
-
-def _reduced_count(shape, axis) -> int:
-    if axis is None:
-        return int(_np.prod(shape, dtype=_np.int64))
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    return int(_np.prod([shape[a] for a in axes], dtype=_np.int64))
-
-
 # -- shapes -----------------------------------------------------------------------------
 @_method("reshape")
 def _reshape_method(self, *shape):
@@ -158,22 +140,6 @@ def moveaxis(x, source, destination):
     return _ops.permute_dims(x, axes=tuple(order))
 
 
-@_exposes(_ops.concatenate)
-def concatenate(arrays, axis=0):
-    return _ops.concatenate(*arrays, axis=axis)
-
-
-def stack(arrays, axis=0):
-    return concatenate([_ops.expand_dims(a, axis) for a in arrays], axis=axis)
-
-
-@_exposes(_ops.split)
-def split(x, indices_or_sections, axis=0):
-    if isinstance(indices_or_sections, list):
-        indices_or_sections = tuple(indices_or_sections)
-    return list(_ops.split(x, indices_or_sections=indices_or_sections, axis=axis))
-
-
 # -- linear algebra ---------------------------------------------------------------------
 @_method("dot")
 def dot(a, b):
@@ -194,41 +160,10 @@ def inner(a, b):
 linspace, eye = _np.linspace, _np.eye
 
 
-def array(x, dtype=None):
-    if _is_dispatched(x):
-        return x if dtype is None else _ops.astype(x, dtype=dtype)
-    if isinstance(x, (list, tuple)) and builtins.any(_is_dispatched(e) for e in x):
-        return stack([asarray(e) for e in x])
-    return _np.array(x, dtype)
-
-
-def asarray(x, dtype=None):
-    return array(x, dtype)
-
-
 # -- indexing ---------------------------------------------------------------------------
 getitem = _ops.getitem
 
 
-def take(x, indices, axis=None):
-    if axis is None:
-        x, axis = _ops.reshape(x, (-1,)), 0
-    axis = axis % len(_shape(x))
-    return getitem(x, (slice(None),) * axis + (indices,))
-
-
-def take_along_axis(x, indices, axis):
-    shape = _shape(x)
-    axis = axis % len(shape)
-    key = []
-    for i in range(len(shape)):
-        if i == axis:
-            key.append(indices)
-        else:
-            ix_shape = [1] * len(shape)
-            ix_shape[i] = shape[i]
-            key.append(_np.arange(shape[i]).reshape(ix_shape))
-    return getitem(x, tuple(key))
 
 
 # -- static facts ------------------------------------------------------------------------

@@ -9,6 +9,7 @@ IR on traced values and record on tape tensors.
 from ..ir.op import OPS, Op, apply, evaluate
 from . import (  # noqa: F401
     assembly,
+    complex,
     elementwise,
     indexing,
     linalg,
@@ -22,6 +23,7 @@ from . import (  # noqa: F401
     stack,
 )
 from .assembly import *  # noqa: F403
+from .complex import *  # noqa: F403
 from .composites import prefix_product
 from .elementwise import *  # noqa: F403
 from .indexing import getitem, index, index_add, index_update

@@ -44,9 +44,21 @@ def _binary_type(name, result_dtype=None):
     return infer
 
 
+_REAL_OF = {"c64": "f32", "c128": "f64"}
+
+
+def real_dtype(dtype) -> DType:
+    """The real dtype of the same precision (c64 -> f32); real dtypes unchanged."""
+    return DType(_REAL_OF.get(str(dtype), dtype))
+
+
 def _unary_type(name, kind="same"):
     def infer(types, attrs):
         (t,) = tensor_types(name, types)
+        if kind == "magnitude":  # |z| of a complex z is real
+            if t.dtype.is_bool:
+                raise TypeInferenceError(f"{name}: not defined on a bool operand ({t!r})")
+            return TensorType(t.shape, real_dtype(t.dtype))
         if kind == "float" and not t.dtype.is_float:
             return TensorType(t.shape, "f64")
         if kind == "number" and t.dtype.is_bool:
@@ -145,7 +157,7 @@ logical_not = _logical("logical_not", 1)
 
 # -- unary --------------------------------------------------------------------------------
 negative = unary("negative", "number", prefix="-", linear="all")
-abs = unary("abs", "number", ufunc="absolute", namespace=("abs", "absolute"))  # noqa: A001
+abs = unary("abs", "magnitude", ufunc="absolute", namespace=("abs", "absolute"))  # noqa: A001
 sign = unary("sign", "number", differentiable=False)
 exp = unary("exp", "float")
 log = unary("log", "float")
@@ -204,9 +216,9 @@ def _where_type(types, attrs):
     return TensorType(broadcast_shapes("where", [c, x, y]), promote("where", [x, y]))
 
 
+# cnp.where is the adapter of chainrule/numpy/_shapes.py (NumPy's full semantics)
 where = define("where", _where_type, np.where, 3, emit=templates.call("where"),
-               linear=(1, 2), namespace=("where",), elementwise=True, fresh=True,
-               aliases=False)
+               linear=(1, 2), elementwise=True, fresh=True, aliases=False)
 
 
 def _astype_normalize(types, attrs):

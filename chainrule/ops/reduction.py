@@ -1,4 +1,6 @@
-"""Reductions (sum, mean, max, min, prod, argmax, argmin) and the scan cumsum.
+"""Reductions (sum, mean, max, min, prod, argmax, argmin, any, all), the scan
+cumsum, and the windowed sum of products ``correlate_valid`` that
+convolutions and correlations are built from.
 
 ``cumprod`` is a composite (``chainrule.ops.composites.prefix_product``, a
 log-depth product scan), so its derivatives are exact where inputs are zero.
@@ -14,11 +16,14 @@ array([[ 3.],
 
 from __future__ import annotations
 
+import builtins
 from functools import cache
 
 import numpy as np
 
 from ..errors import TypeInferenceError
+from ..ir.indexing import Slice
+from ..ir.op import is_dispatched
 from . import templates
 from .common import (
     REQUIRED,
@@ -27,8 +32,11 @@ from .common import (
     define,
     normalize_axes,
     normalize_axis,
+    promote,
     tensor_types,
 )
+from .indexing import index, index_add
+from .shape import broadcast_to, zeros, zeros_like
 
 
 @cache
@@ -65,10 +73,16 @@ def _reduce_type(name, how):
                 dtype = DType("f64")
             else:
                 dtype = _accumulate_dtype(t.dtype, how)
+        elif how in ("any", "all"):
+            dtype = DType("bool")
         else:
             dtype = t.dtype
-            if how in ("max", "min") and t.size == 0:
-                raise TypeInferenceError(f"{name}: reduction of an empty array {t!r}")
+            axes = range(t.ndim) if attrs["axis"] is None else attrs["axis"]
+            if how in ("max", "min") and (
+                    t.size == 0 if not axes else builtins.any(t.shape[a] == 0 for a in axes)):
+                # NumPy reduces a non-empty axis of an array that is empty elsewhere
+                raise TypeInferenceError(f"{name}: reduction of an empty array {t!r}"
+                                         f" (the maximum of nothing has no identity)")
         return TensorType(shape, dtype)
 
     return infer
@@ -113,6 +127,10 @@ max = _reduce("max", "max", lambda x, axis, keepdims: np.max(x, axis, keepdims=k
 min = _reduce("min", "min", lambda x, axis, keepdims: np.min(x, axis, keepdims=keepdims),  # noqa: A001
               names=("amin",))
 prod = _reduce("prod", "prod", lambda x, axis, keepdims: np.prod(x, axis, keepdims=keepdims))
+any = _reduce("any", "any", lambda x, axis, keepdims: np.any(x, axis, keepdims=keepdims),  # noqa: A001
+              differentiable=False)
+all = _reduce("all", "all", lambda x, axis, keepdims: np.all(x, axis, keepdims=keepdims),  # noqa: A001
+              differentiable=False)
 
 
 def _arg_normalize(name):
@@ -176,3 +194,73 @@ def _scan_kernel(fn):
 cumsum = define("cumsum", _scan_type("cumsum", "sum"), _scan_kernel(np.cumsum), 1,
                 {"axis": REQUIRED, "reverse": False}, _scan_normalize("cumsum"), linear=(0,),
                 aliases=False)
+
+
+# -- windowed sums of products: convolution and correlation ---------------------------------
+def _correlate_type(types, attrs):
+    x, w = tensor_types("correlate_valid", types)
+    if x.ndim != w.ndim:
+        raise TypeInferenceError(f"correlate_valid: operands of different ranks: {x!r}, {w!r}")
+    if not (x.is_static and w.is_static):
+        raise TypeInferenceError("correlate_valid: symbolic shapes are not supported")
+    if builtins.any(n < m for n, m in zip(x.shape, w.shape)):
+        raise TypeInferenceError(f"correlate_valid: the window {w!r} is larger than the "
+                                 f"array {x!r} in some dimension")
+    return TensorType(tuple(n - m + 1 for n, m in zip(x.shape, w.shape)),
+                      promote("correlate_valid", [x, w]))
+
+
+def _correlate_valid(x, w):
+    """z[k] = sum_j x[k + j] * w[j] (no conjugation), the sum over every j in w's shape,
+    for every k with k + j inside x: O(z.size * w.size) multiply-adds."""
+    dtype = np.result_type(x, w)
+    x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)
+    shape = tuple(n - m + 1 for n, m in zip(x.shape, w.shape))
+    if x.ndim == 0:
+        return x * w
+    if 0 in shape or w.size == 0:
+        return np.zeros(shape, dtype)
+    if x.ndim == 1 and dtype.kind in "fc" and w.size > 1:
+        return np.correlate(x, np.conj(w) if dtype.kind == "c" else w, "valid")
+    out = np.zeros(shape, dtype)
+    if w.size <= out.size:  # loop over the window: one multiply-add of the output per tap
+        for j in np.ndindex(w.shape):
+            out += w[j] * x[tuple(slice(a, a + n) for a, n in zip(j, shape))]
+    else:  # loop over the output: one dot product per output element
+        for k in np.ndindex(shape):
+            patch = x[tuple(slice(a, a + m) for a, m in zip(k, w.shape))]
+            out[k] = np.sum(patch * w)
+    return out
+
+
+correlate_valid = define(
+    "correlate_valid", _correlate_type, _correlate_valid, 2, linear="one", fresh=True,
+    aliases=False,
+    doc="correlate_valid(x, w)[k] = sum_j x[k + j] w[j]: the 'valid' correlation (every "
+        "window of x with w's shape, no padding, no conjugation), both of rank n and x at "
+        "least as large as w in every dimension. Convolutions and correlations of every mode "
+        "are this op on a zero-padded window of x (``window``); its derivatives are "
+        "correlations again.")
+
+
+def window(x, lo, hi):
+    """``x[lo:hi]`` in every dimension, with zeros where the range leaves ``x`` (``lo``
+    may be negative, ``hi`` past the end): a slice and a zero padding, both linear ops,
+    so it differentiates at every order. ``lo`` and ``hi`` are tuples of ints."""
+    shape = tuple(x.shape)
+    inner = tuple(Slice(builtins.max(a, 0), builtins.min(b, n), None)
+                  for a, b, n in zip(lo, hi, shape))
+    if builtins.all(a >= 0 and b <= n for a, b, n in zip(lo, hi, shape)):
+        if builtins.all(a == 0 and b == n for a, b, n in zip(lo, hi, shape)):
+            return x
+        return index(x, key=inner)
+    out_shape = tuple(b - a for a, b in zip(lo, hi))
+    if builtins.all(s.start < s.stop for s in inner):
+        part = index(x, key=inner) if inner != tuple(Slice(0, n, None) for n in shape) else x
+        at = tuple(Slice(s.start - a, s.stop - a, None) for s, a in zip(inner, lo))
+        if is_dispatched(part):  # zeros from a traced 0-d value: no array constant in the IR
+            base = broadcast_to(zeros_like(index(part, key=(0,) * len(shape))), out_shape)
+        else:
+            base = zeros(shape=out_shape, dtype=x.dtype)
+        return index_add(base, part, key=at)
+    return zeros(shape=out_shape, dtype=x.dtype)

@@ -65,8 +65,14 @@ def _small_integer_power(y):
 
 
 def _log_or_zero(x, positive):
-    """log(x) where x > 0, else 0 (the y-derivative of x ** y there)"""
+    """log(x) where x > 0, else 0 (the y-derivative of x ** y there); for complex x the
+    principal log wherever x != 0"""
     return ops.where(positive, ops.log(ops.where(positive, x, 1)), 0)
+
+
+def _domain(x):
+    """Where the y-derivative of x ** y is log(x): x > 0, or x != 0 for complex x."""
+    return x != 0 if x.dtype.kind == "c" else x > 0
 
 
 def _power_slope(x, y):
@@ -89,7 +95,7 @@ def power_vjp(z, g, x, y):
     if isinstance(y, np.ndarray) and y.ndim == 0 and y == 0:
         return None, None
     dx = g * _power_slope(x, y)
-    positive = x > 0
+    positive = _domain(x)
     return dx, g * z * _log_or_zero(x, positive)
 
 
@@ -101,7 +107,7 @@ def power_jvp(z, x, y):
         return (lambda t: t if y == 1 else t * (2 * x)), None
     if isinstance(y, np.ndarray) and y.ndim == 0 and y == 0:
         return None, None
-    positive = x > 0
+    positive = _domain(x)
     return ((lambda t: t * _power_slope(x, y)),
             (lambda t: t * (z * _log_or_zero(x, positive))))
 
@@ -188,7 +194,6 @@ def _divide_by(op, divisor, doc: str):
     jvp_rule(op)(jvp)
 
 
-_scale(ops.abs, lambda z, x: ops.sign(x), "z = |x|;  f'(x) = sign(x)")
 _scale(ops.square, lambda z, x: 2 * x, "z = x^2;  f'(x) = 2 x")
 _scale(ops.exp, lambda z, x: z, "z = exp(x);  f'(x) = z")
 _scale(ops.expm1, lambda z, x: z + 1, "z = exp(x) - 1;  f'(x) = z + 1")
@@ -200,6 +205,30 @@ _divide_by(ops.log, lambda z, x: x, "z = log(x);  f'(x) = 1 / x")
 _divide_by(ops.log1p, lambda z, x: 1 + x, "z = log(1 + x);  f'(x) = 1 / (1 + x)")
 _divide_by(ops.arctan, lambda z, x: 1 + x * x, "z = arctan(x);  f'(x) = 1 / (1 + x^2)")
 _divide_by(ops.sqrt, lambda z, x: 2 * z, "z = sqrt(x);  f'(x) = 1 / (2 z)")
+
+
+def _unit(z, x):
+    """conj(x) / |x| for complex x (0 at x = 0, where |x| has no derivative)."""
+    zero = z == 0
+    return ops.where(zero, 0, ops.conj(x) / ops.where(zero, 1, z))
+
+
+@vjp_rule(ops.abs)
+def abs_vjp(z, g, x):
+    """z = |x|;  dx = g sign(x) for real x, g conj(x) / |x| for complex x  (df/dx - i df/dy);
+    0 at x = 0 (the subgradient JAX and autograd choose)"""
+    if x.dtype.kind == "c":
+        return (g * _unit(z, x),)
+    return (g * ops.sign(x),)
+
+
+@jvp_rule(ops.abs)
+def abs_jvp(z, x):
+    """z = |x|;  dz = sign(x) dx for real x, Re(conj(x) dx) / |x| for complex x"""
+    if x.dtype.kind == "c":
+        u = _unit(z, x)
+        return (lambda t: ops.real(u * t),)
+    return (lambda t: t * ops.sign(x),)
 
 
 @vjp_rule(ops.reciprocal)
@@ -253,9 +282,12 @@ def where_jvp(z, c, x, y):
 
 @vjp_rule(ops.astype)
 def astype_vjp(z, g, x, dtype):
-    """z = x as dtype;  dx = g as x's dtype (none for integer x)"""
+    """z = x as dtype;  dx = g as x's dtype, Re(g) for a real x (none for integer x)"""
     if not np.issubdtype(x.dtype, np.inexact):
         return (None,)
+    if np.issubdtype(g.dtype, np.complexfloating) and not np.issubdtype(
+            x.dtype, np.complexfloating):
+        g = ops.real(g)
     return (ops.astype(g, x.dtype),)
 
 

@@ -116,3 +116,25 @@ def log_softmax_jvp(z, x, axis):
     """z = log_softmax(x);  dz = dx - sum(dx * exp(z), axis)"""
     p = ops.exp(z)
     return (lambda t: t - ops.sum(t * p, axis=axis, keepdims=True),)
+
+
+# -- convolution and correlation ---------------------------------------------------------------
+@vjp_rule(ops.reduction.correlate_valid)
+def correlate_valid_vjp(z, g, x, w):
+    """z[k] = sum_j x[k + j] w[j]  (valid: z has shape N - M + 1);
+    dx[i] = sum_k g[k] w[i - k] = correlate_valid(pad(g, M - 1), flip(w))  (shape N);
+    dw[j] = sum_k g[k] x[k + j] = correlate_valid(x, g)  (shape M)"""
+    cv = ops.reduction.correlate_valid
+    m = tuple(w.shape)
+    lo = tuple(1 - d for d in m)
+    hi = tuple(n + d - 1 for n, d in zip(g.shape, m))
+    dx = cv(ops.reduction.window(g, lo, hi), ops.flip(w))
+    dw = cv(x, g)
+    return dx, dw
+
+
+@jvp_rule(ops.reduction.correlate_valid)
+def correlate_valid_jvp(z, x, w):
+    """z = correlate_valid(x, w), bilinear;  dz = correlate_valid(dx, w) + correlate_valid(x, dw)"""
+    cv = ops.reduction.correlate_valid
+    return (lambda t: cv(t, w)), (lambda t: cv(x, t))

@@ -107,8 +107,17 @@ class Adjoints:
             else:
                 raise GradientError(f"a VJP rule returned shape {pt.shape} for an operand of "
                                     f"shape {t.shape}")
-        if atom.type.dtype != t.dtype:
-            atom = self.call(ops.astype, atom, dtype=t.dtype)
+        return self.cast(atom, t.dtype)
+
+    def cast(self, atom, dtype):
+        """``atom`` as ``dtype``; a complex atom for a real ``dtype`` keeps its real part
+        (the cotangent of a real value, as JAX defines it), not a NumPy ComplexWarning."""
+        if atom.type.dtype == dtype:
+            return atom
+        if atom.type.dtype.is_complex and not dtype.is_complex:
+            atom = self.call(ops.real, atom)
+        if atom.type.dtype != dtype:
+            atom = self.call(ops.astype, atom, dtype=dtype)
         return atom
 
 

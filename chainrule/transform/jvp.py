@@ -209,9 +209,7 @@ def _fit_out(adj: Adjoints, contrib, t):
     atom = adj.unwrap(contrib)
     if atom.type.shape != t.shape:
         atom = adj.call(ops.broadcast_to, atom, shape=t.shape)
-    if atom.type.dtype != t.dtype:
-        atom = adj.call(ops.astype, atom, dtype=t.dtype)
-    return atom
+    return adj.cast(atom, t.dtype)
 
 
 def _tuple_forward(sweep: _ForwardSweep, binding: Binding) -> None:
