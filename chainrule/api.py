@@ -508,7 +508,8 @@ def vjp(f, *primals, has_aux: bool = False):
 
     if outer is None:
         try:
-            module = optimize(vjp_module(tf.module, "main"))
+            # the captured arrays (hidden parameters after the leaves) are constants
+            module = optimize(vjp_module(tf.module, "main", wrt=range(len(leaves))))
         except CompiledHigherOrderError:
             return _vjp_on_tape(f, primals, has_aux)
         out, pull_compiled = _Compiled(module, "main_vjp", tf, None).run(leaves)

@@ -86,7 +86,8 @@ class Pullback:
     def __init__(self, layout):
         module = layout.module()
         main = module["main"]
-        vm = vjp_module(module, "main")["main_vjp"]
+        # the recorded inputs (arrays that do not require grad) are constants
+        vm = vjp_module(module, "main", wrt=range(len(layout.leaves)))["main_vjp"]
         forward = vm.body.bindings[:-1]
         pullback: Function = vm.body.bindings[-1].value
         if len(forward) != len(main.body.bindings):

@@ -161,11 +161,12 @@ def _field(result, index: int):
     return result.fields[index] if isinstance(result, Tuple) else None
 
 
-def vjp_module(module: Module, func: str = "main") -> Module:
+def vjp_module(module: Module, func: str = "main", wrt=None) -> Module:
     """Add ``<func>_vjp(params) -> (result, pullback)``; ``pullback(cotangent)``
-    returns the adjoints of the float parameters (a closure: no recomputation)."""
+    returns the adjoints of the float parameters (a closure: no recomputation);
+    with ``wrt`` (parameter positions), of those only: the others are constants."""
     ctx = _context(module)
-    ctx.vjp_name(func)
+    ctx.vjp_name(func, wrt)
     funcs = dict(module.functions)
     funcs.update(ctx.generated)
     return Module(funcs, module.meta)

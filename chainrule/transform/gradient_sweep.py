@@ -48,7 +48,10 @@ def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
     loop, a function call, nor the result)."""
     needs = set(sources)
     for b in bindings:
-        if has_float(b.var.type) and any(v in needs for v in vars_used(b.value)):
+        v = b.value
+        if type(v) is Call and type(v.callee) is Op and not v.callee.differentiable:
+            continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
+        if has_float(b.var.type) and any(u in needs for u in vars_used(v)):
             needs.add(b.var)
     reaches = {t for t in targets if isinstance(t, Var)}
     counts: dict[Var, int] = {}
@@ -97,13 +100,15 @@ def _refuse_closures(bindings, relevant, mode: str) -> None:
                 f"derivatives on the tape instead")
 
 
-def float_params(fn: Function) -> list[Var]:
-    return [p for p in fn.params if has_float(p.type)]
+def float_params(fn: Function, wrt=None) -> list[Var]:
+    """The float parameters of ``fn`` (of those at positions ``wrt``, when given)."""
+    params = fn.params if wrt is None else [fn.params[i] for i in wrt]
+    return [p for p in params if has_float(p.type)]
 
 
-def vjp_type(fn: Function) -> FuncType:
+def vjp_type(fn: Function, wrt=None) -> FuncType:
     """``g_vjp``: the same parameters -> (result, pullback: dresult -> dparams)."""
-    back = FuncType([fn.ret_type], TupleType([p.type for p in float_params(fn)]))
+    back = FuncType([fn.ret_type], TupleType([p.type for p in float_params(fn, wrt)]))
     return FuncType([p.type for p in fn.params], TupleType([fn.ret_type, back]))
 
 
@@ -135,14 +140,16 @@ class Context:
         """``fn`` with the adjoint names chosen during the sweeps given to its variables."""
         return substitute_vars(fn, self.renames)
 
-    def vjp_name(self, name: str) -> str:
+    def vjp_name(self, name: str, wrt=None) -> str:
+        """``<name>_vjp``, built on first use; its pullback returns the adjoints of the
+        float parameters (of those at positions ``wrt``: the rest are constants)."""
         vname = f"{name}_vjp"
         if vname not in self.types:
             if vname in self.module.functions:
                 raise GradientError(f"the module already has a function named {vname}")
-            self.types[vname] = vjp_type(self.module[name])
+            self.types[vname] = vjp_type(self.module[name], wrt)
             self.generated[vname] = None  # reserve: recursion refers to it while it is built
-            self.generated[vname] = self.finish(build_vjp_function(self, name))
+            self.generated[vname] = self.finish(build_vjp_function(self, name, wrt))
         return vname
 
     def new_trace(self, n_bindings: int) -> Trace:
@@ -425,12 +432,12 @@ STRAIGHT_LINE_BACKWARD = {
 }
 
 
-def build_vjp_function(ctx: Context, name: str) -> Function:
+def build_vjp_function(ctx: Context, name: str, wrt=None) -> Function:
     """``<name>_vjp(params) -> (result, pullback)`` where ``pullback(dresult)``
     returns the adjoints of the float parameters; the pullback is a closure
     over the forward values it needs."""
     fn = ctx.module[name]
-    floats = float_params(fn)
+    floats = float_params(fn, wrt)
     sweep = Sweep(ctx, fn.body.bindings, fn.body.result, fn.params, floats,
                    flat_vars(fn.body.result))
     with sweep.trace:  # rules may trace (custom rules): nest under this trace
