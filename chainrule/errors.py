@@ -41,6 +41,11 @@ class UnknownOpError(ChainruleError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class MissingMethodError(ChainruleError, AttributeError):
+    """An array method or attribute chainrule values do not have (``hasattr`` still
+    works: it is an AttributeError)."""
+
+
 class ArgumentError(ChainruleError, TypeError):
     """An API function called with arguments it cannot take (not a function, bad
     argnums, a string where an array goes, a tangent that is not a tuple...)."""

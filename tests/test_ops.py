@@ -189,10 +189,12 @@ def python_key(key, arrays):
 
 for _key, _arrays in INDEX_CASES:
     _shape = X[python_key(_key, _arrays)].shape
-    REPRESENTATIVE["index_add"].append(([X, arr(_shape, np.float32), *_arrays], {"key": _key}))
-    if _shape:  # a broadcast value
-        REPRESENTATIVE["index_add"].append(([X, arr(_shape[-1:], np.float32), *_arrays],
-                                            {"key": _key}))
+    for _name in ("index_add", "index_set", "index_multiply", "index_min", "index_max"):
+        REPRESENTATIVE.setdefault(_name, []).append(
+            ([X, arr(_shape, np.float32), *_arrays], {"key": _key}))
+        if _shape:  # a broadcast value
+            REPRESENTATIVE[_name].append(([X, arr(_shape[-1:], np.float32), *_arrays],
+                                          {"key": _key}))
 
 
 class _FixedSource:

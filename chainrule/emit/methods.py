@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import ops
-from ..errors import ConcretizationError, TraceError
+from ..errors import ConcretizationError, MissingMethodError, TraceError
 
 _UFUNC_NAMES = {"true_divide": "divide", "absolute": "abs", "rint": "round"}
 
@@ -71,6 +71,15 @@ class ArrayMethods:
 
     def __int__(self):
         return self._concrete("int()")
+
+    def __complex__(self):
+        return self._concrete("complex()")
+
+    def item(self, *args):
+        return self._concrete(".item()")
+
+    def tolist(self):
+        return self._concrete(".tolist()")
 
     def __index__(self):
         return self._concrete("using it as a Python index")
@@ -195,8 +204,8 @@ class ArrayMethods:
         install_op_methods()  # methods of ops registered since (user ops)
         method = METHODS.get(name)
         if method is None:
-            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}; array "
-                                 f"methods are: {', '.join(sorted(METHODS))}")
+            raise MissingMethodError(f"{type(self).__name__} has no attribute {name!r}; "
+                                     f"array methods are: {', '.join(sorted(METHODS))}")
         return method.__get__(self, type(self))
 
     # -- NumPy interoperability -------------------------------------------------------
@@ -231,8 +240,10 @@ class AtIndexer:
 
 
 class AtPositions:
-    """``x.at[idx]``: ``.get()`` reads them, ``.add(v)`` returns ``x`` with ``v``
-    added there (repeated indices accumulate, as ``np.add.at``)."""
+    """``x.at[idx]``: ``.get()`` reads them; ``.set(v)``, ``.add(v)``, ``.multiply(v)``,
+    ``.divide(v)``, ``.min(v)``, ``.max(v)`` return a new ``x`` with them updated (JAX's
+    semantics: repeated index-array positions accumulate, as ``np.add.at``; for ``set``
+    the last write wins)."""
 
     __slots__ = ("array", "key")
 
@@ -240,11 +251,35 @@ class AtPositions:
         self.array = array
         self.key = key
 
-    def get(self):
+    def _update(self, op, value, options):
+        unknown = set(options) - {"indices_are_sorted", "unique_indices", "mode"}
+        if unknown:
+            raise TraceError(f"x.at[...]: unknown option(s) {sorted(unknown)}")
+        if options.get("mode") not in (None, "promise_in_bounds"):
+            raise TraceError(f"x.at[...]: mode={options['mode']!r} is not supported "
+                             f"(indices are checked against the shape, as NumPy does)")
+        return ops.index_update(op, self.array, self.key, value)
+
+    def get(self, **options):
         return ops.getitem(self.array, self.key)
 
-    def add(self, value):
-        return ops.index_update(ops.index_add, self.array, self.key, value)
+    def add(self, value, **options):
+        return self._update(ops.index_add, value, options)
+
+    def set(self, value, **options):
+        return self._update(ops.index_set, value, options)
+
+    def multiply(self, value, **options):
+        return self._update(ops.index_multiply, value, options)
+
+    def divide(self, value, **options):
+        return self._update(ops.index_multiply, ops.reciprocal(value), options)
+
+    def min(self, value, **options):
+        return self._update(ops.index_min, value, options)
+
+    def max(self, value, **options):
+        return self._update(ops.index_max, value, options)
 
 
 def array_method(name: str, fn: Callable | None = None):

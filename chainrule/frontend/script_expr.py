@@ -22,13 +22,12 @@ import numpy as np
 from .. import numpy as cnp
 from ..emit.methods import METHODS as ARRAY_METHODS
 from ..errors import ChainruleError, ParseError, TypeInferenceError
-from ..ir.indexing import ArrayIndex, Slice
+from ..ir.indexing import AT_METHODS, ArrayIndex, Slice
 from ..ir.nodes import GlobalVar, Tuple
 from ..ir.op import OPS
 from ..ir.op import apply as apply_op
 from ..ir.parser import parse_attr, parse_constant
 from ..ir.types import DTYPES, TensorType, TupleType, Type
-from ..ops import index_add
 from .control import bool_atom, finish_if, is_weak, leaf_atom, run_branch
 from .tracer import Traced
 
@@ -359,11 +358,11 @@ class ExprCompiler:
     # -- calls ---------------------------------------------------------------------------
     def e_Call(self, node):
         func = node.func
-        if (isinstance(func, ast.Attribute) and func.attr == "add"
+        if (isinstance(func, ast.Attribute) and func.attr in AT_METHODS
                 and isinstance(func.value, ast.Subscript)
                 and isinstance(func.value.value, ast.Attribute)
                 and func.value.value.attr == "at"):
-            return self.at_add(node)
+            return self.at_update(node)
         if isinstance(func, ast.Name) and func.id in DTYPES and func.id not in self.env:
             found, _ = self.src.global_value(func.id)
             if not found:
@@ -425,11 +424,13 @@ class ExprCompiler:
                 attrs[kw.arg] = self.static_value(kw.value, f"attribute {kw.arg} of {name}")
         return apply_op(OPS[name], *args, **attrs)
 
-    def at_add(self, node):
-        """``x.at[key].add(g)``: the ``index_add`` op."""
+    def at_update(self, node):
+        """``x.at[key].add(g)`` (``index_add``), ``.set`` / ``.multiply`` / ``.min`` /
+        ``.max`` (``index_set`` ...): the functional updates."""
+        method = node.func.attr
         base = self.expr(node.func.value.value.value)
         if len(node.args) != 1 or node.keywords:
-            raise self.err(node, ".at[...].add takes one value")
+            raise self.err(node, f".at[...].{method} takes one value")
         g = self.expr(node.args[0])
         key = self.index_key(node.func.value.slice)
         entries, arrays = [], []
@@ -441,7 +442,7 @@ class ExprCompiler:
             else:
                 entries.append(ArrayIndex(len(arrays)))
                 arrays.append(k)
-        return index_add(base, g, *arrays, key=tuple(entries))
+        return OPS[AT_METHODS[method]](base, g, *arrays, key=tuple(entries))
 
     def call_script(self, node, sf, args):
         """A call to another ``@script`` function: a call of a module function."""

@@ -47,3 +47,8 @@ def key_to_python(key: tuple, arrays) -> tuple:
         else:
             out.append(k)
     return tuple(out)
+
+
+# ``base.at[key].<method>(v)`` in the text format and in @script -> the op's name
+AT_METHODS = {"add": "index_add", "set": "index_set", "multiply": "index_multiply",
+              "min": "index_min", "max": "index_max"}

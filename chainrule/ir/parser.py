@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ChainruleError, ParseError
 from .builder import Builder
-from .indexing import ArrayIndex, Slice
+from .indexing import AT_METHODS, ArrayIndex, Slice
 from .infer import arg_type
 from .nodes import Call, Constant, Function, GlobalVar, If, Module, Tuple, TupleGetItem, Var, While
 from .op import OPS
@@ -214,17 +214,17 @@ class _FunctionParser:
         """The value of a binding, as an IR expression (not yet emitted)."""
         if isinstance(node, ast.Call):
             func = node.func
-            # base.at[key].add(g)
-            if (isinstance(func, ast.Attribute) and func.attr == "add"
+            # base.at[key].add(g), .set(v), .multiply(v), .min(v), .max(v)
+            if (isinstance(func, ast.Attribute) and func.attr in AT_METHODS
                     and isinstance(func.value, ast.Subscript)
                     and isinstance(func.value.value, ast.Attribute)
                     and func.value.value.attr == "at"):
                 base = self.atom(func.value.value.value)
                 key, arrays = self.index_key(func.value.slice)
                 if len(node.args) != 1 or node.keywords:
-                    raise _err(node, ".at[...].add takes one value")
-                return Call(OPS["index_add"], [base, self.atom(node.args[0]), *arrays],
-                            {"key": key})
+                    raise _err(node, f".at[...].{func.attr} takes one value")
+                return Call(OPS[AT_METHODS[func.attr]], [base, self.atom(node.args[0]),
+                                                         *arrays], {"key": key})
             if not isinstance(func, ast.Name):
                 raise _err(node, f"cannot call {ast.unparse(func)!r}")
             const = parse_constant(node)

@@ -28,7 +28,8 @@ ndarray = _np.ndarray
 # op -> the functions and methods of this namespace that apply it with a NumPy
 # signature (besides the names an op declares itself); a registry test checks
 # that every op users may meet is reachable from here
-EXPOSED: dict = {_ops.index: ["x[key]", "getitem"], _ops.index_add: ["x.at[key].add"]}
+EXPOSED: dict = {_ops.index: ["x[key]", "getitem"], _ops.index_add: ["x.at[key].add"],
+                 **{op: [f"x.at[key].{method}"] for method, op in _ops.SCATTER_METHODS.items()}}
 
 
 def _exposes(op):

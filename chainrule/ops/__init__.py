@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     nn,
     random,
     reduction,
+    scatter,
     shape,
     sorting,
     special,
@@ -32,6 +33,7 @@ from .mathfuncs import *  # noqa: F403
 from .nn import log_softmax, logsumexp, softmax
 from .random import *
 from .reduction import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: A004
+from .scatter import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403
 from .special import *  # noqa: F403

@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (fill the tables)
     linalg,
     mathfuncs,
     reduction,
+    scatter,
     shape,
     sorting,
     special,

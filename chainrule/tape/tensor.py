@@ -165,6 +165,14 @@ class Tensor(ArrayMethods):
         self._refuse_detaching("int()")
         return int(self.value())
 
+    def __complex__(self):
+        self._refuse_detaching("complex()")
+        return complex(self.value())
+
+    def tolist(self):
+        self._refuse_detaching(".tolist()")
+        return self.value().tolist()
+
     def __index__(self):
         self._refuse_detaching("using it as an index")
         return int(self.value())
