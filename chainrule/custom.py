@@ -33,6 +33,7 @@ import itertools
 
 import numpy as np
 
+from .checks import check_callable
 from .errors import ChainruleError, GradientError, TransposeError, TypeInferenceError
 from .ir.op import REQUIRED, is_dispatched
 from .ir.types import TupleType
@@ -84,6 +85,7 @@ class _Custom:
     kind = "custom"
 
     def __init__(self, fun, nondiff_argnums=()):
+        check_callable(fun, self.kind)
         functools.update_wrapper(self, fun)
         self.fun = fun
         if isinstance(nondiff_argnums, int):
@@ -213,6 +215,8 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
     kind = "custom_vjp"
 
     def defvjp(self, fwd, bwd) -> None:
+        check_callable(fwd, f"{self.name}.defvjp's fwd")
+        check_callable(bwd, f"{self.name}.defvjp's bwd")
         self.fwd, self.bwd = fwd, bwd
         VJP[self.op] = self._vjp_rule
         JVP[self.op] = self._jvp_rule
@@ -297,6 +301,7 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
     kind = "custom_jvp"
 
     def defjvp(self, rule):
+        check_callable(rule, f"{self.name}.defjvp")
         self.rule = rule
         JVP[self.op] = self._jvp_rule
         VJP[self.op] = self._vjp_rule
@@ -329,6 +334,11 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
             if t_tree != s.out_tree:
                 raise GradientError(f"{self.name}: the jvp rule's tangent has structure "
                                     f"{t_tree!r}, the output {s.out_tree!r}")
+            for k, (tl, out) in enumerate(zip(t_leaves, flatten(pair[0])[0])):
+                if tuple(np.shape(tl)) != tuple(np.shape(out)):
+                    raise GradientError(f"{self.name}: the jvp rule's tangent {k} has shape "
+                                        f"{tuple(np.shape(tl))}, but the output has shape "
+                                        f"{tuple(np.shape(out))}")
             return t_leaves[0] if len(t_leaves) == 1 else tuple(t_leaves)
 
         return f

@@ -6,6 +6,8 @@ message says what is wrong and where (op, variable, shapes, line:column).
 
 from __future__ import annotations
 
+from numpy.exceptions import AxisError
+
 
 class ChainruleError(Exception):
     """Base class of every error chainrule raises on bad input."""
@@ -39,6 +41,22 @@ class UnknownOpError(ChainruleError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want the message
         return str(self.args[0]) if self.args else ""
+
+
+class InvalidValueError(ChainruleError, ValueError):
+    """An argument value a NumPy-style function refuses (a bad mode, sizes that do not
+    match): NumPy's ValueError, as a chainrule error."""
+
+
+class InvalidIndexError(ChainruleError, IndexError):
+    """An index out of range for the array it indexes."""
+
+
+class InvalidAxisError(ChainruleError, AxisError):
+    """An axis out of range for the array's rank."""
+
+    def __init__(self, message: str):
+        super().__init__(message)  # AxisError's one-argument form: the message
 
 
 class MissingMethodError(ChainruleError, AttributeError):

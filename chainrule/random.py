@@ -53,9 +53,12 @@ def bits(key, shape=(), dtype=np.uint32):
 
 
 def _shape(shape) -> tuple:
-    if isinstance(shape, (int, np.integer)):
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         return (int(shape),)
-    return tuple(shape)
+    if not isinstance(shape, (tuple, list)) or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape):
+        raise ArgumentError(f"random: shape must be an int or a tuple of ints, got {shape!r}")
+    return tuple(int(d) for d in shape)
 
 
 def normal(key, shape=(), dtype=np.float64):

@@ -19,10 +19,12 @@ LAYERS = [
     {"rules"},
     {"transform"},
     {"backend"},
+    {"checks"},
     {"numpy", "scipy"},
     {"frontend"},
     {"tape"},
-    {"checks", "custom", "api", "api_forward", "random", "testing"},
+    {"custom", "api", "api_forward", "api_jacobian", "random", "testing", "solvers",
+     "autograd_compat"},
     {"__init__", "__main__", "demo"},
 ]
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}

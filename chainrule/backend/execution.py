@@ -46,10 +46,15 @@ def coerce(arg, t, where: str):
             raise InterpretError(f"{where}: expected {t!r}, got {type(arg).__name__}: "
                                  f"{exc}") from None
         if arr.dtype != t.dtype.numpy:
-            if arr.dtype.kind in "biufc" and np.can_cast(arr.dtype, t.dtype.numpy, "same_kind"):
+            # Python numbers (and lists of them) take the parameter's dtype, as weak
+            # scalars would; an array of another dtype is refused, never cast
+            if type(arg) in (int, float, complex, bool, list, tuple) and np.can_cast(
+                    arr.dtype, t.dtype.numpy, "same_kind"):
                 arr = arr.astype(t.dtype.numpy)
             else:
-                raise InterpretError(f"{where}: expected {t!r}, got an array of dtype {arr.dtype}")
+                raise InterpretError(f"{where}: expected {t!r}, got an array of dtype "
+                                     f"{arr.dtype} (chainrule does not cast it; convert it "
+                                     f"with .astype({t.dtype.numpy}) if that is what you mean)")
         if len(arr.shape) != len(t.shape) or any(
             isinstance(d, int) and d != s for d, s in zip(t.shape, arr.shape)
         ):

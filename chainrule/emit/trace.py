@@ -66,6 +66,11 @@ class Traced(ArrayMethods):
         for a in args:
             if isinstance(a, Traced) and a.trace.level > inner.level:
                 inner = a.trace
+        if inner.finished:  # its function has returned: nothing records it any more
+            raise TraceError(
+                f"a traced value ({inner_var(args)}) escaped the function that traced it "
+                f"and is used after that function returned ({op.name}); return it instead "
+                f"of storing it")
         return inner.apply(op, args, attrs)
 
     def __repr__(self) -> str:
@@ -75,11 +80,16 @@ class Traced(ArrayMethods):
 HANDLERS[Traced] = 100
 
 
+def inner_var(args) -> str:
+    return next((a.var.name for a in args if isinstance(a, Traced)), "?")
+
+
 class Trace:
     """One function being traced into IR."""
 
     def __init__(self, name: str = "main", builder: Builder | None = None):
         self.name = name
+        self.finished = False
         self.builder = builder if builder is not None else Builder()
         self.level = len(_TRACE_STACK)
         self.lifted: dict[Var, Var] = {}  # outer var -> parameter of this function
@@ -94,11 +104,13 @@ class Trace:
 
     def __enter__(self) -> Trace:
         self.level = len(_TRACE_STACK)
+        self.finished = False
         _TRACE_STACK.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
         _TRACE_STACK.remove(self)
+        self.finished = True
 
     # -- converting Python values to atoms ----------------------------------------
     def atom(self, x, strong_dtypes=()):
@@ -125,8 +137,8 @@ class Trace:
             arr = np.asarray(x)
         except Exception as exc:  # noqa: BLE001 - any conversion failure is a user error
             raise TraceError(f"cannot use {type(x).__name__} as an array: {exc}") from None
-        if arr.dtype == object:
-            raise TraceError(f"cannot use {x!r} (of type {type(x).__name__}) as an array")
+        if arr.dtype == object or arr.dtype.kind in "USVMm":
+            raise TraceError(f"cannot use {x!r:.40} (of type {type(x).__name__}) as an array")
         DType(arr.dtype)  # refuse unsupported dtypes early
         return Constant(arr)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 
+from ..checks import check_callable
 from ..errors import TraceError
 from ..ir.nodes import Function, GlobalVar
 from ..tree import flatten, unflatten
@@ -20,6 +21,7 @@ from .tracer import Traced, trace_function
 
 def checkpoint(f):
     """Mark ``f`` so that reverse mode recomputes its intermediates."""
+    check_callable(f, "checkpoint")
 
     @functools.wraps(f)
     def wrapped(*args):

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import check_callable
 from ..errors import TraceError
 from ..ir.indexing import ArrayIndex
 from ..ir.nodes import Block, Constant, If, Tuple, TupleGetItem, Var, While
@@ -292,6 +293,8 @@ def _active_trace(*trees) -> Trace | None:
 def cond(pred, true_fun, false_fun, *operands):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``; both must
     return pytrees of the same structure and types."""
+    check_callable(true_fun, "cond's true_fun")
+    check_callable(false_fun, "cond's false_fun")
     tr = _active_trace(pred, operands)
     if not isinstance(pred, Traced):
         return true_fun(*operands) if bool(pred) else false_fun(*operands)
@@ -307,6 +310,8 @@ def cond(pred, true_fun, false_fun, *operands):
 
 def while_loop(cond_fun, body_fun, init_val):
     """``val = init_val; while cond_fun(val): val = body_fun(val)``, as one ``While``."""
+    check_callable(cond_fun, "while_loop's cond_fun")
+    check_callable(body_fun, "while_loop's body_fun")
     tr = _active_trace(init_val)
     if tr is None:
         val = init_val
@@ -333,6 +338,7 @@ def fori_loop(lower, upper, body_fun, init_val, checkpoint_every: int | None = N
     k iterations and recomputes the k steps in between during the backward sweep
     (memory ~ n/k carries + k steps' intermediates, for one extra forward).
     """
+    check_callable(body_fun, "fori_loop's body_fun")
     for name, bound in (("lower", lower), ("upper", upper)):
         dtype = getattr(bound, "dtype", None)
         if isinstance(bound, (float, complex)) or (dtype is not None and np.dtype(
@@ -391,6 +397,7 @@ def _as_i64(v):
 def scan(f, init, xs, length=None, reverse=False):
     """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns ``(carry, ys)``
     with the ``y``'s stacked (``ys[t]`` belongs to ``xs[t]``, also when ``reverse``)."""
+    check_callable(f, "scan")
     x_leaves, x_tree = flatten(xs)
     n = length
     for leaf in x_leaves:

@@ -63,12 +63,30 @@ class TracedFunction:
         self.guards = guards if guards is not None else Guards()
 
 
+def _check_call(f, args, kwargs) -> None:
+    """A call ``f`` cannot take (wrong number of arguments, unknown keyword) is the
+    caller's mistake: say so before tracing, rather than fail inside ``f``."""
+    if not callable(f):
+        raise ArgumentError(f"expected a function to trace, got {type(f).__name__} {f!r:.60}")
+    try:
+        signature = inspect.signature(f)
+    except (TypeError, ValueError):  # builtins and the like: nothing to check
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise ArgumentError(f"{getattr(f, '__name__', 'the function')}: {exc} (called with "
+                            f"{len(args)} positional argument(s)"
+                            f"{' and ' + ', '.join(kwargs) if kwargs else ''})") from None
+
+
 def trace_function(f, args, name: str = "main", kwargs=None,
                    capture: bool = False) -> TracedFunction:
     """Trace ``f(*args)``; one parameter per leaf of the argument pytree. With
     ``capture``, arrays ``f`` reads from outside its arguments become hidden
     parameters after the lifted ones (see ``frontend.capture``)."""
     kwargs = kwargs or {}
+    _check_call(f, args, kwargs)
     found = sources(f) if capture else None
     leaves, in_tree = flatten(tuple(args))
     names = []

@@ -339,10 +339,10 @@ def evaluate(op: Op, args, attrs, with_attrs: bool = False):
     else:
         arrays = to_arrays(args)
         for a in arrays:
-            if a.dtype == object:
+            if a.dtype == object or a.dtype.kind in "USVMm":
                 raise TypeInferenceError(f"{op.name}: cannot use a value of type "
                                          f"{type(a.item() if a.ndim == 0 else a).__name__} "
-                                         f"as an array")
+                                         f"(dtype {a.dtype}) as an array")
         types = [TensorType(a.shape, DType(a.dtype)) for a in arrays]
         attrs, _ = op.type_call(types, attrs)
         if key is not None:

@@ -93,6 +93,8 @@ def _check_dim(d) -> int | str:
     if isinstance(d, (int, np.integer)) and not isinstance(d, bool):
         if d < 0:
             raise ChainruleError(f"negative dimension {d} in a shape")
+        if d >= 2**63:
+            raise ChainruleError(f"dimension {d} does not fit in int64")
         return int(d)
     if isinstance(d, str) and d.isidentifier() and not keyword.iskeyword(d):
         return d
@@ -116,7 +118,7 @@ class TensorType(Type):
         if type(shape) is not tuple:
             shape = tuple(shape)
         for d in shape:  # fast path: plain non-negative ints need no conversion
-            if type(d) is not int or d < 0:
+            if type(d) is not int or d < 0 or d >= 2**63:
                 shape = tuple([_check_dim(d) for d in shape])
                 break
         object.__setattr__(self, "shape", shape)

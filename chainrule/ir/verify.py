@@ -148,5 +148,7 @@ class _Verifier:
 
 def verify(module: Module) -> Module:
     """Raise ``VerifyError`` if the module is malformed; return it otherwise."""
+    if not isinstance(module, Module):
+        raise VerifyError(f"verify takes a Module, not {type(module).__name__}")
     _Verifier(module).run()
     return module

@@ -6,9 +6,19 @@ next to the functions the namespace's own modules define."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 
+from numpy.exceptions import AxisError
+
 from ..emit.methods import NUMPY_FUNCTIONS
+from ..errors import (
+    ArgumentError,
+    ChainruleError,
+    InvalidAxisError,
+    InvalidIndexError,
+    InvalidValueError,
+)
 from ..ir.op import OPS, REQUIRED
 
 
@@ -51,6 +61,29 @@ def op_functions(prefix: str, module: str) -> dict:
     return out
 
 
+# NumPy's argument errors (raised by NumPy itself or by the functions written after it)
+# -> the chainrule error of the same kind; the most specific first
+_AS_CHAINRULE = ((AxisError, InvalidAxisError), (IndexError, InvalidIndexError),
+                 (ValueError, InvalidValueError), (TypeError, ArgumentError))
+
+
+def user_errors(fn, qualified: str):
+    """``fn`` raising chainrule errors (still the ValueError / IndexError / TypeError
+    that NumPy raises) named after ``qualified``, for a bad argument."""
+
+    @functools.wraps(fn)
+    def function(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ChainruleError:
+            raise
+        except (AxisError, IndexError, ValueError, TypeError) as exc:
+            kind = next(ours for theirs, ours in _AS_CHAINRULE if isinstance(exc, theirs))
+            raise kind(f"{qualified}: {exc}") from exc
+
+    return function
+
+
 def assemble(namespace: dict, prefix: str, own=()) -> list[str]:
     """Put the op functions of ``prefix`` into ``namespace`` (a module's globals) next
     to its own public functions ``own`` (names already there), refusing a name both
@@ -63,6 +96,9 @@ def assemble(namespace: dict, prefix: str, own=()) -> list[str]:
         raise ImportError(f"{namespace['__name__']}: {clash} both declared by ops and "
                           f"written as functions")
     namespace.update(made)
+    for name in own:
+        if inspect.isfunction(namespace[name]) and not name.startswith("_"):
+            namespace[name] = user_errors(namespace[name], prefix + name)
     names = sorted({*made, *own})
     if prefix == "":
         NUMPY_FUNCTIONS.update({n: namespace[n] for n in names if callable(namespace[n])})

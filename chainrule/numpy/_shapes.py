@@ -31,14 +31,14 @@ import numpy as _np
 from numpy.lib.array_utils import normalize_axis_index as _axis_index
 
 from .. import ops as _ops
-from ..errors import ChainruleError, ConcretizationError, TraceError
+from ..errors import ConcretizationError, InvalidValueError, TraceError
 from ..ir.op import is_dispatched as _is_dispatched
 from ._core import _exposes, _shape
 
 
-class ShapeArgumentError(ChainruleError, ValueError):
-    """An argument NumPy would refuse with a ValueError (a bad mode, sizes that do
-    not match), met on traced values or tape tensors."""
+class ShapeArgumentError(InvalidValueError):
+    """An argument NumPy would refuse with a ValueError (a bad mode, sizes that do not
+    match), met on traced values or tape tensors."""
 
 
 # -- helpers ------------------------------------------------------------------------------

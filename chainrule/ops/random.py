@@ -76,12 +76,15 @@ def _generator(key: np.ndarray, stream: int) -> np.random.Generator:
     return np.random.Generator(np.random.Philox(key=np.array([seed, stream], np.uint64)))
 
 
-def _keyed(name, stream, make, dtype_default):
+def _keyed(name, stream, make, dtype_default, kinds):
     def normalize(types, attrs):
         _key_type(name, types)
         out = dict(attrs)
         out["shape"] = check_shape(name, attrs["shape"])
         out["dtype"] = DType(attrs["dtype"] if attrs["dtype"] is not None else dtype_default)
+        if out["dtype"][0] not in kinds:
+            raise TypeInferenceError(f"{name}: dtype {out['dtype']} is not one it draws "
+                                     f"(a dtype of kind {kinds!r})")
         return out
 
     def kernel(key, shape, dtype):
@@ -94,11 +97,12 @@ def _keyed(name, stream, make, dtype_default):
 
 random_bits = _keyed("random_bits", 0,
                      lambda g, shape, dt: g.integers(0, 2**32, size=shape, dtype=np.uint64)
-                     .astype(dt), "u32")
+                     .astype(dt), "u32", "ui")
 random_normal = _keyed("random_normal", 1,
-                       lambda g, shape, dt: g.standard_normal(size=shape).astype(dt), "f64")
+                       lambda g, shape, dt: g.standard_normal(size=shape).astype(dt), "f64",
+                       "f")
 random_uniform = _keyed("random_uniform", 2,
-                        lambda g, shape, dt: g.random(size=shape).astype(dt), "f64")
+                        lambda g, shape, dt: g.random(size=shape).astype(dt), "f64", "f")
 
 
 def _split_normalize(types, attrs):

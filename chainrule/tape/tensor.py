@@ -16,8 +16,9 @@ import threading
 import numpy as np
 
 from ..emit.methods import ArrayMethods
-from ..errors import ChainruleError, ConcretizationError
+from ..errors import ArgumentError, ChainruleError, ConcretizationError, TraceError
 from ..ir.op import HANDLERS, evaluate
+from ..ir.types import DType
 
 
 class _Mode(threading.local):
@@ -223,6 +224,9 @@ class Tensor(ArrayMethods):
     def _cr_apply(self, op, args, attrs):
         mode = MODE
         record = False
+        for a in args:
+            if type(a) not in _PLAIN_OPERANDS and not isinstance(a, Tensor):
+                _check_operand(op, a)
         if mode.grad_enabled:
             for a in args:
                 if isinstance(a, Tensor) and a.requires_grad:
@@ -242,6 +246,20 @@ class Tensor(ArrayMethods):
         if type(out) is tuple:
             return _split_tuple(t)
         return t
+
+
+_PLAIN_OPERANDS = {np.ndarray, float, int, bool, np.float64, np.float32}
+
+
+def _check_operand(op, a) -> None:
+    """An operand that is not an array, a number or a tensor: refused when recorded,
+    naming the op (not later, when the lazy tape infers types)."""
+    try:
+        arr = np.asarray(a)
+        DType(arr.dtype)
+    except Exception:  # noqa: BLE001 - any conversion failure is a user error
+        raise TraceError(f"{op.name}: cannot use {type(a).__name__} {a!r:.40} as an "
+                         f"array operand") from None
 
 
 def _split_tuple(t: Tensor):
@@ -277,7 +295,12 @@ def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     """A leaf tensor holding a copy of ``data``."""
     if isinstance(data, Tensor):
         data = data.value()
-    arr = np.array(data, dtype=dtype)
+    try:
+        arr = np.array(data, dtype=dtype)
+        DType(arr.dtype)
+    except Exception as exc:  # noqa: BLE001 - any conversion failure is a user error
+        raise ArgumentError(f"tensor: cannot make a tensor of {type(data).__name__} "
+                            f"{data!r:.40}: {exc}") from None
     if requires_grad and not np.issubdtype(arr.dtype, np.inexact):
         raise ChainruleError(f"only float tensors can require gradients, not {arr.dtype}")
     return Tensor(arr, requires_grad=requires_grad)
