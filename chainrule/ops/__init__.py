@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     assembly,
     complex,
     elementwise,
+    fft,
     indexing,
     linalg,
     mathfuncs,

@@ -5,6 +5,7 @@ from . import (  # noqa: F401  (fill the tables)
     assembly,
     complex,
     elementwise,
+    fft,
     linalg,
     mathfuncs,
     reduction,
