@@ -33,12 +33,13 @@ import itertools
 
 import numpy as np
 
+from . import custom_closure
 from .checks import check_callable
 from .errors import ChainruleError, GradientError, TransposeError, TypeInferenceError
 from .ir.op import REQUIRED, is_dispatched
 from .ir.types import TupleType
 from .ops.common import define
-from .rules.registry import JVP, VJP
+from .rules.registry import JVP, VJP, NoDerivative
 from .tree import flatten, unflatten
 
 _ids = itertools.count()
@@ -67,7 +68,8 @@ class _Structure:
     arguments, outputs and residuals, its non-differentiated arguments, and the
     residual leaves that are static (not arrays)."""
 
-    def __init__(self, nondiff, in_tree, out_tree, res_tree, res_static, dyn, n_args, arg_avals):
+    def __init__(self, nondiff, in_tree, out_tree, res_tree, res_static, dyn, n_args, arg_avals,
+                 n_closed=0):
         self.nondiff = nondiff
         self.in_tree = in_tree
         self.out_tree = out_tree
@@ -77,6 +79,7 @@ class _Structure:
         self.n_args = n_args
         self.arg_avals = arg_avals  # (shape, dtype) of each differentiable leaf
         self.n_out = out_tree.num_leaves
+        self.n_closed = n_closed  # values the outputs read from outside the arguments
 
 
 class _Custom:
@@ -172,6 +175,10 @@ class _Custom:
             result)
         return unflatten(structure.out_tree, outs)
 
+    def _closed(self, s: _Structure) -> tuple:
+        """The rules' answer for the values the outputs read from outside the arguments."""
+        return (NoDerivative(custom_closure.refusal(self.name, self.kind)),) * s.n_closed
+
     # -- checks ------------------------------------------------------------------------
     def _check_cotangents(self, s: _Structure, cts, what: str) -> list:
         """The leaves of ``cts`` (one per differentiable argument, as the primal
@@ -224,6 +231,7 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
     def _call_traced(self, args, nondiff, leaves, in_tree):
         if not hasattr(self, "fwd"):
             raise ChainruleError(f"{self.name}: call defvjp(fwd, bwd) before using it")
+        start = custom_closure.mark(leaves)
         self._in_fwd += 1  # fwd may call the function itself (JAX's examples do): the primal
         try:
             pair = self.fwd(*args)
@@ -237,11 +245,13 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
         dyn = tuple(i for i, r in enumerate(res_leaves) if _shape_dtype(r) is not None)
         static = [None if i in dyn else r for i, r in enumerate(res_leaves)]
         avals = [_shape_dtype(x) or (np.shape(x), np.asarray(x).dtype) for x in leaves]
+        closed = custom_closure.closed_over(start, leaves, out_leaves)
         structure = _Structure(nondiff, in_tree, out_tree, res_tree, static, dyn, len(leaves),
-                               avals)
+                               avals, len(closed))
         key = (tuple(_key(v) for v in nondiff), in_tree, out_tree, res_tree,
-               tuple(_key(v) for v in static), dyn, tuple((a[0], a[1].str) for a in avals))
-        operands = list(leaves) + [res_leaves[i] for i in dyn] + list(out_leaves)
+               tuple(_key(v) for v in static), dyn, tuple((a[0], a[1].str) for a in avals),
+               len(closed))
+        operands = (list(leaves) + [res_leaves[i] for i in dyn] + closed + list(out_leaves))
         return self._apply(structure, key, operands)
 
     def _residuals(self, s: _Structure, dyn_values):
@@ -260,7 +270,8 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
         s = self.structures[structure]
         res = self._residuals(s, operands[s.n_args:s.n_args + len(s.dyn)])
         gs = list(g) if isinstance(g, tuple) else [g]
-        return tuple(self._cotangents(s, res, gs)) + (None,) * (len(s.dyn) + s.n_out)
+        return (tuple(self._cotangents(s, res, gs)) + (None,) * len(s.dyn)
+                + self._closed(s) + (None,) * s.n_out)
 
     def _jvp_rule(self, z, *operands, structure):
         """z = f(x);  dz = the transpose of (g -> bwd(res, g)[i]) applied to dx_i"""
@@ -288,8 +299,8 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
 
             return f
 
-        return (tuple(contribution(i) for i in range(s.n_args))
-                + (None,) * (len(s.dyn) + s.n_out))
+        return (tuple(contribution(i) for i in range(s.n_args)) + (None,) * len(s.dyn)
+                + self._closed(s) + (None,) * s.n_out)
 
 
 class custom_jvp(_Custom):  # noqa: N801 - JAX's name
@@ -311,13 +322,16 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
         if not hasattr(self, "rule"):
             raise ChainruleError(f"{self.name}: define its rule with @{self.name}.defjvp "
                                  f"before using it")
+        start = custom_closure.mark(leaves)
         out = self.fun(*args)
         out_leaves, out_tree = flatten(out)
+        closed = custom_closure.closed_over(start, leaves, out_leaves)
         avals = [_shape_dtype(x) or (np.shape(x), np.asarray(x).dtype) for x in leaves]
-        structure = _Structure(nondiff, in_tree, out_tree, None, [], (), len(leaves), avals)
+        structure = _Structure(nondiff, in_tree, out_tree, None, [], (), len(leaves), avals,
+                               len(closed))
         key = (tuple(_key(v) for v in nondiff), in_tree, out_tree,
-               tuple((a[0], a[1].str) for a in avals))
-        return self._apply(structure, key, list(leaves) + list(out_leaves))
+               tuple((a[0], a[1].str) for a in avals), len(closed))
+        return self._apply(structure, key, list(leaves) + closed + list(out_leaves))
 
     def _tangent_map(self, s: _Structure, args, i):
         """t -> the output tangent (leaves) for tangent t of argument leaf i alone."""
@@ -347,8 +361,8 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
         """z = f(x);  dz = the user's rule, one argument's tangent at a time"""
         s = self.structures[structure]
         args = operands[:s.n_args]
-        return tuple(self._tangent_map(s, args, i) for i in range(s.n_args)) + (
-            None,) * s.n_out
+        return (tuple(self._tangent_map(s, args, i) for i in range(s.n_args))
+                + self._closed(s) + (None,) * s.n_out)
 
     def _vjp_rule(self, z, g, *operands, structure):
         """z = f(x);  dx_i = transpose(t -> rule(x, t)[1]) applied to g"""
@@ -359,4 +373,4 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
         gs = g if isinstance(g, tuple) else (g,)
         cts = tuple(linear_transpose(self._tangent_map(s, args, i), args[i])(
             gs[0] if len(gs) == 1 else gs)[0] for i in range(s.n_args))
-        return cts + (None,) * s.n_out
+        return cts + self._closed(s) + (None,) * s.n_out

@@ -4,6 +4,9 @@
 composition of the requested modes up to ``order``, as JAX's check_grads
 does: reverse mode by the inner-product identity <u, J v> = <J^T u, v>
 with random u and v, forward mode by J v against the difference quotient.
+Complex values count as pairs of reals: the inner product is Re(conj(u) . v),
+and since a VJP applies the transpose (JAX's convention), the adjoint that the
+identity needs is conj(pullback(conj(u))).
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ def _random_like(tree, rng):
     out = []
     for x in leaves:
         x = np.asarray(x)
-        if np.issubdtype(x.dtype, np.inexact):
+        if np.issubdtype(x.dtype, np.complexfloating):
+            out.append((rng.standard_normal(x.shape) + 1j * rng.standard_normal(x.shape))
+                       .astype(x.dtype))
+        elif np.issubdtype(x.dtype, np.inexact):
             out.append(rng.standard_normal(x.shape).astype(x.dtype))
         else:
             out.append(np.zeros(x.shape, x.dtype))
@@ -41,14 +47,26 @@ def _axpy(a, x, y):
 
 
 def _vdot(x, y) -> float:
+    """Re(conj(x) . y) summed over the leaves: the real inner product."""
     total = 0.0
     for u, v in zip(flatten(x)[0], flatten(y)[0]):
         if u is None or v is None:
             continue
         u, v = np.asarray(u), np.asarray(v)
         if np.issubdtype(u.dtype, np.inexact) and np.issubdtype(v.dtype, np.inexact):
-            total += float(np.vdot(u.astype(np.float64), v.astype(np.float64)))
+            total += float(np.real(np.vdot(u.astype(np.complex128), v.astype(np.complex128))))
     return total
+
+
+def _conj(tree):
+    leaves, td = flatten(tree)
+    return unflatten(td, [None if x is None else np.conj(x) if np.iscomplexobj(x) else x
+                          for x in leaves])
+
+
+def _wide(x) -> np.ndarray:
+    x = np.asarray(x)
+    return x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
 
 
 def _check_close(what: str, ad: float, fd: float, atol: float, rtol: float) -> None:
@@ -62,8 +80,7 @@ def _numerical_jvp(f, args, tangents, eps):
     minus = f(*_axpy(-eps, args, tangents))
     lp, td = flatten(plus)
     lm, _ = flatten(minus)
-    return unflatten(td, [(np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps)
-                          for p, m in zip(lp, lm)])
+    return unflatten(td, [(_wide(p) - _wide(m)) / (2 * eps) for p, m in zip(lp, lm)])
 
 
 def check_vjp(f, args, rng, eps=1e-6, atol=1e-5, rtol=1e-5) -> None:
@@ -73,7 +90,7 @@ def check_vjp(f, args, rng, eps=1e-6, atol=1e-5, rtol=1e-5) -> None:
     u = _random_like(out, rng)
     v = _random_like(tuple(args), rng)
     fd = _vdot(u, _numerical_jvp(f, args, v, eps))
-    ad = _vdot(pullback(u), v)
+    ad = _vdot(_conj(pullback(_conj(u))), v)
     _check_close(f"reverse mode of {getattr(f, '__name__', f)}", ad, fd, atol, rtol)
 
 

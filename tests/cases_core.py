@@ -37,6 +37,8 @@ CASES = [
          lambda x, y: np.logical_and(x > 0, y > 0), (U(3, 4), U(4)), grad=False),
     case("logical_or", lambda x, y: cnp.logical_or(x > 0, y > 0),
          lambda x, y: np.logical_or(x > 0, y > 0), (U(3, 4), U(4)), grad=False),
+    case("logical_xor", lambda x, y: cnp.logical_xor(x > 0, y > 0) ^ (x > 0.5),
+         lambda x, y: np.logical_xor(x > 0, y > 0) ^ (x > 0.5), (U(3, 4), U(4)), grad=False),
     case("logical_not", lambda x: cnp.logical_not(x > 0), lambda x: np.logical_not(x > 0),
          U(3, 4), grad=False),
     _unary("negative"), _unary("abs"), _unary("absolute"),

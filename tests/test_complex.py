@@ -194,3 +194,19 @@ def test_errors():
     with pytest.raises(GradientError, match="dtype float64"):
         cr.jvp(lambda z: z * z, (z,), (np.float64(1.5),))
     assert cr.grad(lambda z: z * z, holomorphic=True)(z) == 2 * z
+
+
+def test_check_grads_sees_the_imaginary_part():
+    """A VJP that is wrong only in how it treats the imaginary part of the cotangent
+    fails check_grads (complex outputs are pairs of reals, not cast to float)."""
+    from chainrule.testing import GradientCheckError, check_grads
+
+    wrong = cr.custom_vjp(lambda x: x * (1 + 1j))
+    wrong.defvjp(lambda x: (wrong(x), None), lambda r, g: (cnp.real(g),))
+    with pytest.raises(GradientCheckError, match="reverse mode"):
+        check_grads(wrong, (np.array([1.0, 2.0]),), order=1, modes=("rev",))
+    right = cr.custom_vjp(lambda x: x * (1 + 1j))
+    right.defvjp(lambda x: (right(x), None), lambda r, g: (cnp.real(g * (1 + 1j)),))
+    check_grads(right, (np.array([1.0, 2.0]),), order=1, modes=("rev",))
+    check_grads(lambda z: cnp.conj(z) * z * z, (np.array([1 + 2j, 0.5 - 1j]),), order=2,
+                modes=("fwd", "rev"))

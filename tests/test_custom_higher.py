@@ -165,3 +165,42 @@ def test_bwd_output_is_checked(bwd, words):
 def test_nondiff_argument_that_is_differentiated_is_an_error():
     with pytest.raises(ChainruleError, match="nondiff_argnums"):
         cr.grad(lambda k: cnp.sum(scaled_nd(X, k)))(np.float64(2.0))
+
+
+def test_a_closure_over_a_differentiated_value_is_refused_not_zero():
+    """As JAX: the rule covers the arguments only, so differentiating with respect to a
+    value the function reads from outside them is an error (it was a silent 0)."""
+    from chainrule import tape
+    from chainrule.errors import NoRuleError
+
+    def outer(a, x):
+        @cr.custom_vjp
+        def f(x):
+            return x * a
+
+        f.defvjp(lambda x: (x * a, None), lambda res, g: (g * 2.0,))
+        return cnp.sum(f(x))
+
+    a, x = np.float64(2.0), np.array([1.0, 3.0])
+    with pytest.raises(NoRuleError, match="reads from outside its arguments"):
+        cr.grad(outer)(a, x)
+    np.testing.assert_allclose(cr.grad(outer, argnums=1)(a, x), [2.0, 2.0])  # a is constant
+    ta, tx = tape.tensor(a, requires_grad=True), tape.tensor(x, requires_grad=True)
+    with pytest.raises(NoRuleError, match="reads from outside its arguments"):
+        outer(ta, tx).backward()
+    tx = tape.tensor(x, requires_grad=True)
+    outer(tape.tensor(a), tx).backward()
+    np.testing.assert_allclose(tx.grad, [2.0, 2.0])
+
+
+def test_a_closure_over_a_global_array_still_compiles():
+    weights = np.array([1.0, 2.0])
+
+    @cr.custom_vjp
+    def f(x):
+        return x * weights
+
+    f.defvjp(lambda x: (x * weights, None), lambda res, g: (g * weights,))
+    np.testing.assert_allclose(cr.grad(lambda x: cnp.sum(f(x)))(np.ones(2)), weights)
+    weights[:] = 3.0  # read afresh at each call
+    np.testing.assert_allclose(cr.grad(lambda x: cnp.sum(f(x)))(np.ones(2)), [3.0, 3.0])

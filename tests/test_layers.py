@@ -73,6 +73,8 @@ def _imports(path: pathlib.Path):
 
 
 def _layer(module: str) -> int:
+    if module.startswith("chainrule.scipy.integrate"):  # SciPy's odeint over chainrule's
+        return LAYER["solvers"]
     parts = module.split(".")
     key = parts[1] if len(parts) > 1 else "__init__"
     return LAYER[key]

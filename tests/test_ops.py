@@ -67,7 +67,8 @@ BINARY = {
     "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
     "greater": np.greater, "greater_equal": np.greater_equal,
 }
-LOGICAL = {"logical_and": np.logical_and, "logical_or": np.logical_or}
+LOGICAL = {"logical_and": np.logical_and, "logical_or": np.logical_or,
+           "logical_xor": np.logical_xor}
 UNARY = {
     "negative": np.negative, "abs": np.abs, "sign": np.sign, "exp": np.exp, "log": np.log,
     "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin, "cos": np.cos, "tan": np.tan,
@@ -218,6 +219,9 @@ for _n in ("random_normal", "random_uniform"):
 REPRESENTATIVE["random_bits"] = [([_KEY], {"shape": (3,)})]
 REPRESENTATIVE["random_split"] = [([_KEY], {"num": 3})]
 REPRESENTATIVE["random_fold_in"] = [([_KEY], {"data": 5})]
+# chainrule.solvers' check that a solve converged (passes never drop it)
+REPRESENTATIVE["solver_check"] = [([np.bool_(True), arr((), np.float64), arr((), np.int64)],
+                                   {"message": "{} {}"})]
 _COMPLEX = [arr((2, 3), np.float64) + 1j * arr((2, 3), np.float64),
             (arr((3,), np.float32) + 1j * arr((3,), np.float32)).astype(np.complex64)]
 for _n in ("real", "imag", "conj", "angle"):

@@ -20,7 +20,11 @@ import numpy as np
 from .. import ops
 from ..errors import ConcretizationError, MissingMethodError, TraceError
 
-_UFUNC_NAMES = {"true_divide": "divide", "absolute": "abs", "rint": "round"}
+# NumPy ufunc -> chainrule.numpy function (the bitwise ufuncs on bools are the logical
+# ones: what `np.bool_(True) | x` calls; on integers the logical ops refuse them)
+_UFUNC_NAMES = {"true_divide": "divide", "absolute": "abs", "rint": "round",
+                "bitwise_and": "logical_and", "bitwise_or": "logical_or",
+                "bitwise_xor": "logical_xor", "invert": "logical_not"}
 
 # method name -> function(self, *args, **kwargs)
 METHODS: dict[str, Callable] = {}
@@ -183,6 +187,12 @@ class ArrayMethods:
     def __ror__(self, o):
         return ops.logical_or(o, self)
 
+    def __xor__(self, o):
+        return ops.logical_xor(self, o)
+
+    def __rxor__(self, o):
+        return ops.logical_xor(o, self)
+
     def __invert__(self):
         return ops.logical_not(self)
 
@@ -220,9 +230,13 @@ class ArrayMethods:
         return fn(*inputs)
 
     def __array_function__(self, func, types, args, kwargs):
-        fn = NUMPY_FUNCTIONS.get(func.__name__)
+        # np.linalg.diagonal is not np.diagonal: look functions up by their module too
+        module = getattr(func, "__module__", "numpy") or "numpy"
+        name = (func.__name__ if module == "numpy" else
+                f"{module.removeprefix('numpy.')}.{func.__name__}")
+        fn = NUMPY_FUNCTIONS.get(name)
         if fn is None:
-            raise TraceError(f"np.{func.__name__} is not supported on chainrule values; "
+            raise TraceError(f"np.{name} is not supported on chainrule values; "
                              f"see chainrule.numpy for what is")
         return fn(*args, **kwargs)
 

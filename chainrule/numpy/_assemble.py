@@ -100,6 +100,7 @@ def assemble(namespace: dict, prefix: str, own=()) -> list[str]:
         if inspect.isfunction(namespace[name]) and not name.startswith("_"):
             namespace[name] = user_errors(namespace[name], prefix + name)
     names = sorted({*made, *own})
-    if prefix == "":
-        NUMPY_FUNCTIONS.update({n: namespace[n] for n in names if callable(namespace[n])})
+    if not prefix.startswith("scipy."):  # "linalg.norm": what np.linalg.norm(traced) finds
+        NUMPY_FUNCTIONS.update({prefix + n: namespace[n] for n in names
+                                if callable(namespace[n])})
     return names

@@ -153,6 +153,7 @@ def _logical(name, nargs, commutative=False):
 
 logical_and = _logical("logical_and", 2, commutative=True)
 logical_or = _logical("logical_or", 2, commutative=True)
+logical_xor = _logical("logical_xor", 2, commutative=True)
 logical_not = _logical("logical_not", 1)
 
 # -- unary --------------------------------------------------------------------------------

@@ -301,7 +301,7 @@ def _arguments(pb: Pullback, layout: _Layout, tensors: bool) -> list:
                 out.append(x)
                 continue
             x = x.value()
-        out.append(x if type(x) is np.ndarray else np.asarray(x))
+        out.append(x if type(x) is np.ndarray or type(x) is tuple else np.asarray(x))
     return out
 
 

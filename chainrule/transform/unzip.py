@@ -155,7 +155,11 @@ class Unzip:
         node: While = b.value
         n = self.loop_splits.get(b.var)  # the jvp pass records its primal loop variables
         if n is None:
-            raise GradientError(f"linearize: {b.var.name} is not a loop of the jvp pass")
+            # a loop a rule emitted (a solver's tangent equations): not split here, so
+            # the caller falls back to forward mode
+            raise CompiledHigherOrderError(
+                f"linearize: {b.var.name} is a loop a derivative rule emitted, not one of the "
+                f"jvp pass; it is not split into primal and tangent parts")
         lvs, dots = list(node.loop_vars[:n]), list(node.loop_vars[n:])
         init, dinit = list(node.init[:n]), list(node.init[n:])
         self.tangent.update(dots)

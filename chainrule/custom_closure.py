@@ -1,0 +1,90 @@
+"""What a custom function's outputs depend on besides its arguments.
+
+A ``custom_vjp`` / ``custom_jvp`` rule gives derivatives with respect to the
+function's arguments only. When the function reads a value being differentiated
+from outside them (a closure over a traced value or a tape tensor), the rule
+cannot say how the output changes with it: JAX refuses to differentiate with
+respect to such a value, and so does chainrule. The values found here become
+extra operands of the custom op whose rules answer ``NoDerivative``, so asking
+for that derivative is an error naming the function, never a silent zero, and
+a closure over constants (or values not being differentiated) still works.
+"""
+
+from __future__ import annotations
+
+from .emit.trace import Traced
+from .ir.nodes import Function, Var
+from .ir.types import has_float
+from .ir.visitor import atoms_of, block_free_vars, nested_blocks
+from .tape.tensor import _SEQ as _NODE_NUMBERS
+from .tape.tensor import Tensor
+
+
+def _reads(value) -> list:
+    """The variables a binding value reads from outside itself."""
+    if isinstance(value, Function):
+        return block_free_vars([value.body], value.params)
+    own = [a for a in atoms_of(value) if isinstance(a, Var)]
+    return own + block_free_vars(list(nested_blocks(value)), getattr(value, "loop_vars", ()))
+
+
+def mark(leaves):
+    """Where recording stands before the function runs: (trace, bindings so far) on
+    traced values, the next node number on tape tensors."""
+    traced = [x for x in leaves if isinstance(x, Traced)]
+    if traced:
+        trace = max((x.trace for x in traced), key=lambda t: t.level)
+        return trace, len(trace.builder.bindings)
+    return None, next(_NODE_NUMBERS)
+
+
+def closed_over(start, leaves, out_leaves) -> list:
+    """The values being differentiated that ``out_leaves`` depend on other than through
+    ``leaves``: traced values of the same trace, or tape tensors that require grad."""
+    trace, position = start
+    if trace is not None:
+        return _traced_roots(trace, position, leaves, out_leaves)
+    return _tape_roots(position, leaves, out_leaves)
+
+
+def _traced_roots(trace, position, leaves, out_leaves) -> list:
+    bindings = trace.builder.bindings[position:]
+    defined = {b.var: b.value for b in bindings}
+    args = {x.var for x in leaves if isinstance(x, Traced) and x.trace is trace}
+    stack = [x.var for x in out_leaves
+             if isinstance(x, Traced) and x.trace is trace and isinstance(x.var, Var)]
+    seen, roots = set(), []
+    while stack:
+        v = stack.pop()
+        if v in seen or v in args:
+            continue
+        seen.add(v)
+        value = defined.get(v)
+        if value is not None:
+            stack.extend(_reads(value))
+        elif has_float(v.type):
+            roots.append(trace.wrap(v))
+    return roots
+
+
+def _tape_roots(first_seq, leaves, out_leaves) -> list:
+    args = {id(x) for x in leaves}
+    stack = [x for x in out_leaves if isinstance(x, Tensor)]
+    seen, roots = set(), []
+    while stack:
+        t = stack.pop()
+        if id(t) in seen or id(t) in args:
+            continue
+        seen.add(id(t))
+        if t.node is not None and t.node.seq >= first_seq:
+            stack.extend(a for a in t.node.args if isinstance(a, Tensor))
+        elif t.requires_grad:
+            roots.append(t)
+    return roots
+
+
+def refusal(name: str, kind: str) -> str:
+    return (f"{name}: differentiating a {kind} function with respect to a value it reads "
+            f"from outside its arguments (a closure over a value being differentiated): its "
+            f"rule only covers its arguments; pass that value in as an argument (and extend "
+            f"the rule), or stop its gradient")
