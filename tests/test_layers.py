@@ -23,7 +23,7 @@ LAYERS = [
     {"numpy", "scipy"},
     {"frontend"},
     {"tape"},
-    {"custom", "api", "api_forward", "api_jacobian", "random", "testing", "solvers",
+    {"custom", "custom_closure", "api", "api_forward", "api_jacobian", "random", "testing", "solvers",
      "autograd_compat"},
     {"__init__", "__main__", "demo"},
 ]

@@ -228,8 +228,8 @@ def test_numpy_function_routes_to_chainrule():
 
 
 def test_unsupported_numpy_function_is_a_trace_error():
-    with pytest.raises(TraceError, match=r"np\.\w+ is not supported on chainrule values"):
-        cr.trace(lambda x: np.linalg.det(x), np.eye(2))
+    with pytest.raises(TraceError, match=r"np\.histogram is not supported on chainrule values"):
+        cr.trace(lambda x: np.histogram(x), np.eye(2))
     with pytest.raises(TraceError, match="not supported"):
         cr.trace(lambda x: np.add.reduce(x), np.eye(2))
 
