@@ -16,7 +16,18 @@ import numpy as np
 
 from .backend.codegen import compile_module
 from .backend.interpret import Interpreter
-from .checks import check_argnums, check_callable, like, own
+from .checks import (
+    BoundCall,
+    ManyStaticValues,
+    StaticArgs,
+    check_argnums,
+    check_argnums_form,
+    check_callable,
+    fast_key,
+    leaf_signature,
+    like,
+    own,
+)
 from .errors import (
     ChainruleError,
     ChainruleWarning,
@@ -37,54 +48,8 @@ from .tree import flatten, unflatten
 # -- helpers ----------------------------------------------------------------------------
 
 
-def _leaf_signature(x):
-    if isinstance(x, np.ndarray):
-        return (x.shape, x.dtype.str)
-    if isinstance(x, Traced):
-        return ("traced", x.var.type)
-    if hasattr(x, "_cr_value"):  # a tape tensor
-        return ("tensor", tuple(x.shape), np.dtype(x.dtype).str)
-    arr = np.asarray(x)
-    return (arr.shape, arr.dtype.str)
-
-
-def _fast_key(args):
-    """``(key, leaves)`` when every argument is a NumPy array or a plain list/tuple of
-    them (the common case, keyed without building a tree structure), else None."""
-    leaves, key = [], []
-    for a in args:
-        t = type(a)
-        if t is np.ndarray:
-            leaves.append(a)
-            key.append(a.shape)
-            key.append(a.dtype)
-        elif t is list or t is tuple:
-            key.append(t)
-            key.append(len(a))
-            for b in a:
-                if type(b) is not np.ndarray:
-                    return None
-                leaves.append(b)
-                key.append(b.shape)
-                key.append(b.dtype)
-        else:
-            return None
-    return tuple(key), leaves
-
-
 def _argnums_tuple(argnums, n_args: int, what: str = "grad") -> tuple[int, ...]:
     return check_argnums(argnums, n_args, what)
-
-
-def _check_argnums_form(argnums, what: str) -> None:
-    """argnums is an int or a non-empty tuple of ints (ranges are checked per call)."""
-    ints = (int, np.integer)
-    if isinstance(argnums, ints) and not isinstance(argnums, bool):
-        return
-    if isinstance(argnums, (tuple, list)) and argnums and all(
-            isinstance(a, ints) and not isinstance(a, bool) for a in argnums):
-        return
-    check_argnums(argnums, 0, what)  # raises, saying what argnums must be
 
 
 def _leaf_ranges(args) -> list[range]:
@@ -193,47 +158,69 @@ class _Compiled:
 
 
 class _Transform:
-    """A function transformation cached per input signature."""
+    """A function transformation cached per input signature and static values.
+
+    ``build(call, leaves)`` traces ``call.fn`` on ``call.args`` (a ``BoundCall``: the
+    static arguments are baked into ``call.fn``, see ``checks.StaticArgs``); ``diff``
+    names the arguments differentiated (never static)."""
+
+    MAX_SPECIALIZATIONS = 256  # then the oldest are dropped
 
     def __init__(self, f, build, name: str, on_tape=None,
-                 fallback_for=(ConcretizationError, CompiledHigherOrderError)):
+                 fallback_for=(ConcretizationError, CompiledHigherOrderError),
+                 statics: StaticArgs | None = None, diff=None):
         self.f = f
         self.build = build
         self.on_tape = on_tape
         self.cache: dict = {}
-        self.fast_cache: dict = {}  # _fast_key -> entry, for plain NumPy arguments
+        self.fast_cache: dict = {}  # fast_key -> entry, for plain NumPy arguments
         self.uncompiled: set = set()  # signatures that run without compiling (see _fallback)
         self.fallback_for = fallback_for
         self.warned = False
+        self.statics = statics if statics is not None else StaticArgs(f, None, None, name)
+        self.diff = diff
         functools.update_wrapper(self, f, updated=())
         self.__name__ = f"{name}({getattr(f, '__name__', 'f')})"
+        self.kind = name
 
-    def specialize(self, args):
-        leaves, in_tree = flatten(tuple(args))
-        key = (in_tree, tuple(_leaf_signature(x) for x in leaves))
+    def bind(self, args, kwargs) -> BoundCall:
+        diff = () if self.diff is None else check_argnums(self.diff, len(args), self.kind)
+        return self.statics.bind(args, kwargs, diff)
+
+    def specialize(self, call: BoundCall):
+        if not isinstance(call, BoundCall):  # a tuple of arguments (jit(f).module(x) etc.)
+            call = self.bind(tuple(call), {})
+        leaves, in_tree = call.flat()
+        sig = (in_tree, tuple(leaf_signature(x) for x in leaves))
+        key = (call.key, sig)
         entry = self.cache.get(key)
-        if entry is None or any(isinstance(x, Traced) for x in leaves) or (
-                entry.traced.lifted_values):
-            entry = self.build(args, leaves)
+        traced = any(isinstance(x, Traced) for x in leaves)
+        if entry is None and not traced and self.on_tape and self.statics.too_many(call, sig):
+            raise ManyStaticValues(self.__name__)
+        if entry is None or traced or entry.traced.lifted_values:
+            entry = self.build(call, leaves)
             if not entry.traced.lifted_values and not any(isinstance(x, Traced) for x in leaves):
+                if len(self.cache) >= self.MAX_SPECIALIZATIONS:
+                    self.forget(self.cache[next(iter(self.cache))])
                 self.cache[key] = entry
+                self.statics.compiled(call, sig, self.__name__)
         return entry, leaves
 
     @staticmethod
-    def _signature(args):
-        leaves, in_tree = flatten(tuple(args))
-        return (in_tree, tuple(_leaf_signature(x) for x in leaves))
+    def _signature(call: BoundCall):
+        leaves, in_tree = call.flat()
+        return (call.key, in_tree, tuple(leaf_signature(x) for x in leaves))
 
-    def _fallback(self, args, exc):
+    def _fallback(self, call: BoundCall, exc):
         """Run on the tape (or, for jit, uncompiled) from now on for these argument
         types; say once why, when the reason is not Python control flow on values
         (the tape's ordinary use)."""
-        self.uncompiled.add(self._signature(args))
+        self.uncompiled.add(self._signature(call))
         if isinstance(exc, RandomDraws) and not self.warned:
             self.warned = True
             warnings.warn(f"{self.__name__}: not compiled, runs uncompiled at every call "
                           f"instead: {exc}", ChainruleWarning, stacklevel=3)
-        return self.on_tape(args)
+        return self.on_tape(call)
 
     def forget(self, entry) -> None:
         """Drop a specialization whose guards failed."""
@@ -241,8 +228,8 @@ class _Transform:
             for key in [k for k, e in cache.items() if e is entry]:
                 del cache[key]
 
-    def __call__(self, *args):
-        fast = _fast_key(args)
+    def __call__(self, *args, **kwargs):
+        fast = None if kwargs else fast_key(args)
         if fast is not None:
             entry = self.fast_cache.get(fast[0])
             if entry is not None:
@@ -250,39 +237,43 @@ class _Transform:
                     return entry.finish(entry.run_fast(fast[1]), args)
                 except Stale:
                     self.forget(entry)
+        call = self.bind(args, kwargs)
         if self.on_tape is not None and self.fallback_for is not RandomDraws and any(
-                getattr(x, "requires_grad", False) for x in flatten(args)[0]):
-            return self.on_tape(args)  # called on tape tensors: record on that tape
-        if self.uncompiled and self._signature(args) in self.uncompiled:
-            return self.on_tape(args)
+                getattr(x, "requires_grad", False) for x in call.flat()[0]):
+            return self.on_tape(call)  # called on tape tensors: record on that tape
+        if self.uncompiled and self._signature(call) in self.uncompiled:
+            return self.on_tape(call)
         try:
-            entry, leaves = self.specialize(args)
+            entry, leaves = self.specialize(call)
             result = entry.run(leaves)
+        except ManyStaticValues:  # a Python int changing at every call: no compiling each
+            return self.on_tape(call)
         except (ConcretizationError, CompiledHigherOrderError) as exc:
             # Python control flow on values, random draws compiled code cannot repeat, or a
             # derivative of compiled control flow differentiated again: run it uncompiled
             if (self.on_tape is None or not isinstance(exc, self.fallback_for)
-                    or any(isinstance(x, Traced) for x in flatten(args)[0])):
+                    or any(isinstance(x, Traced) for x in call.flat()[0])):
                 raise
-            return self._fallback(args, exc)
+            return self._fallback(call, exc)
         except Stale:
             # what the function reads from outside its arguments changed: trace again
             self.forget(entry)
-            entry, leaves = self.specialize(args)
+            entry, leaves = self.specialize(call)
             result = entry.run(leaves)
         if fast is not None and len(self.fast_cache) < 64 and entry.exact_for(fast[1]):
             self.fast_cache[fast[0]] = entry
-        return entry.finish(result, args)
+        return entry.finish(result, call.args)
 
 
 # -- grad / value_and_grad -----------------------------------------------------------
 
 
-def _build_grad(f, argnums, has_aux, args, leaves, holomorphic=False):
+def _build_grad(f, argnums, has_aux, call, leaves, holomorphic=False):
     from .transform.gradient import gradient
 
-    nums = _argnums_tuple(argnums, len(args))
-    tf = trace_function(f, args, capture=True)
+    args = call.args
+    nums = _argnums_tuple(argnums, call.n_pos)
+    tf = trace_function(call.fn, args, capture=True)
     fn = tf.module["main"]
     ranges = _leaf_ranges(args)
     wanted = []
@@ -356,22 +347,37 @@ def _grads_tree(entry, grads, args):
     return out
 
 
-def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+                   static_argnums=None, static_argnames=None):
     """``f -> (lambda *args: (f(*args), gradient))`` with JAX's conventions:
     with ``has_aux`` the value is ``(value, aux)``; with a tuple ``argnums``
     the gradient is a tuple, one per argument. For a real-valued f of complex z
     the gradient is df/dx - i df/dy (JAX's convention); a complex-valued f needs
-    ``holomorphic=True`` and then gives f'(z)."""
-    check_callable(f, "value_and_grad")
-    _check_argnums_form(argnums, "value_and_grad")
+    ``holomorphic=True`` and then gives f'(z).
 
-    def build(args, leaves):
-        entry = _build_grad(f, argnums, has_aux, args, leaves, holomorphic)
+    Python ints, bools and strings in arguments that are not differentiated are
+    static, as autograd runs the function on them (part of the cache key: a new value
+    traces again, so they may pick branches, shapes and slices), as are the arguments
+    ``static_argnums`` / ``static_argnames`` name (hashable, immutable values);
+    keyword arguments are never differentiated.
+
+    >>> import numpy as np, chainrule.numpy as cnp
+    >>> loss = lambda w, i, scale=1.0: cnp.sum(w[i % 2:] ** 2) * scale
+    >>> value, g = value_and_grad(loss)(np.array([1.0, 2.0]), 3, scale=2.0)
+    >>> float(value), g
+    (8.0, array([0., 8.]))
+    """
+    check_callable(f, "value_and_grad")
+    check_argnums_form(argnums, "value_and_grad")
+    statics = StaticArgs(f, static_argnums, static_argnames, "value_and_grad")
+
+    def build(call, leaves):
+        entry = _build_grad(f, argnums, has_aux, call, leaves, holomorphic)
 
         def finish(result, args):
             value, grads = own(result, args)
             gtrees = _grads_tree(entry, grads, args)
-            g = gtrees[0] if isinstance(argnums, int) else tuple(gtrees)
+            g = gtrees[0] if isinstance(argnums, (int, np.integer)) else tuple(gtrees)
             if has_aux:
                 vals = value if isinstance(value, tuple) else (value,)
                 value = unflatten(entry.out_tree, list(vals))
@@ -381,33 +387,35 @@ def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = Fals
         entry.finish = finish
         return entry
 
-    def on_tape(args):
+    def on_tape(call):
         from .tape.functional import value_and_grad_on_tape
 
-        nums = _argnums_tuple(argnums, len(args))
+        args = call.args
+        nums = _argnums_tuple(argnums, call.n_pos)
         ranges = _leaf_ranges(args)
         wanted = {i for a in nums for i in ranges[a]}
-        value, aux, grads = value_and_grad_on_tape(f, args, wanted, has_aux, holomorphic)
+        value, aux, grads = value_and_grad_on_tape(call.fn, args, wanted, has_aux, holomorphic)
         gtrees, k = [], 0
         for a in nums:
             n = len(ranges[a])
             gtrees.append(unflatten(flatten(args[a])[1], list(grads[k:k + n])))
             k += n
-        g = gtrees[0] if isinstance(argnums, int) else tuple(gtrees)
+        g = gtrees[0] if isinstance(argnums, (int, np.integer)) else tuple(gtrees)
         return ((value, aux) if has_aux else value), g
 
-    return _Transform(f, build, "value_and_grad", on_tape)
+    return _Transform(f, build, "value_and_grad", on_tape, statics=statics, diff=argnums)
 
 
-def grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+def grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+         static_argnums=None, static_argnames=None):
     """``f -> gradient of f`` w.r.t. argument ``argnums`` (JAX's conventions; with
-    ``has_aux`` returns ``(gradient, aux)``)."""
+    ``has_aux`` returns ``(gradient, aux)``; static arguments as ``value_and_grad``)."""
     check_callable(f, "grad")
-    _check_argnums_form(argnums, "grad")
-    vg = value_and_grad(f, argnums, has_aux, holomorphic)
+    check_argnums_form(argnums, "grad")
+    vg = value_and_grad(f, argnums, has_aux, holomorphic, static_argnums, static_argnames)
 
-    def g(*args):
-        value, grads = vg(*args)
+    def g(*args, **kwargs):
+        value, grads = vg(*args, **kwargs)
         if has_aux:
             return grads, value[1]
         return grads
@@ -420,13 +428,16 @@ def grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False):
 # -- jit --------------------------------------------------------------------------------
 
 
-def jit(f, backend: str = "codegen"):
+def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None):
     """Trace ``f`` once per input signature, optimize, and run the generated code
-    (``backend="interpret"`` runs the reference interpreter instead)."""
+    (``backend="interpret"`` runs the reference interpreter instead). Python ints,
+    bools and strings, and the arguments ``static_argnums`` / ``static_argnames``
+    name, are static: baked into the program, which is traced again for a new value."""
     check_callable(f, "jit")
+    statics = StaticArgs(f, static_argnums, static_argnames, "jit")
 
-    def build(args, leaves):
-        tf = trace_function(f, args, capture=True)
+    def build(call, leaves):
+        tf = trace_function(call.fn, call.args, capture=True)
         module = optimize(tf.module)
         entry = _Compiled(module, "main", tf, None)
         if backend == "interpret":
@@ -447,12 +458,12 @@ def jit(f, backend: str = "codegen"):
         entry.finish = finish
         return entry
 
-    def uncompiled(args):  # random draws compiled code cannot repeat: run f itself
-        return f(*args)
+    def uncompiled(call):  # random draws compiled code cannot repeat: run f itself
+        return call.fn(*call.args)
 
-    t = _Transform(f, build, "jit", uncompiled, fallback_for=RandomDraws)
-    t.module = lambda *args: t.specialize(args)[0].module
-    t.source = lambda *args: _source_of(t.specialize(args)[0])
+    t = _Transform(f, build, "jit", uncompiled, fallback_for=RandomDraws, statics=statics)
+    t.module = lambda *args, **kwargs: t.specialize(t.bind(args, kwargs))[0].module
+    t.source = lambda *args, **kwargs: _source_of(t.specialize(t.bind(args, kwargs))[0])
     return t
 
 

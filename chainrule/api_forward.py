@@ -1,5 +1,5 @@
-"""Forward mode and its compositions: jvp, linearize, linear_transpose, jacfwd,
-jacrev, hessian, hvp (JAX's calling conventions)."""
+"""Forward mode and its compositions: jvp, linearize, linear_transpose, hvp (JAX's
+calling conventions); jacfwd, jacrev and hessian live in ``api_jacobian``."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ import weakref
 import numpy as np
 
 from . import numpy as cnp
-from .api import Stale, _Compiled, _leaf_ranges, _leaf_signature, _outer_trace, grad, optimize, vjp
-from .checks import check_argnums, check_callable, check_tuple, like
+from .api import Stale, _Compiled, _leaf_ranges, _outer_trace, grad, optimize, vjp
+from .checks import check_callable, check_tuple, leaf_signature, like
 from .errors import CompiledHigherOrderError, ConcretizationError, GradientError
 from .frontend.tracer import Traced, trace_function
 from .ir.nodes import Binding, Block, Function, Module, Tuple, TupleGetItem, Var
-from .ir.op import HANDLERS
 from .ir.types import has_float
 from .tree import flatten, unflatten
 
@@ -89,7 +88,7 @@ def _jvp_on_tape(f, primals, tangents):
     wanted = {i for i, x in enumerate(leaves)
               if np.issubdtype(np.dtype(x.dtype) if isinstance(x, Tensor)
                                else np.asarray(x).dtype, np.inexact)}
-    targs, wrt, _ = watch(primals, wanted)
+    targs, wrt, nested = watch(primals, wanted)
     with strict():
         out = f(*targs)
     out_leaves, out_tree = flatten(out)
@@ -100,6 +99,8 @@ def _jvp_on_tape(f, primals, tangents):
             term = cnp.sum(o * c)
             total = term if total is None else total + term
     t_leaves = flatten(tuple(tangents))[0]
+    # on tensors of an enclosing tape (or recorded tangents), the results record too
+    nested = nested or any(getattr(t, "requires_grad", False) for t in t_leaves)
     if total is None:
         touts = [np.zeros(o.shape, o.dtype) for o in out_leaves]
     else:
@@ -111,8 +112,8 @@ def _jvp_on_tape(f, primals, tangents):
                 term = cnp.sum(g * t_leaves[k])
                 inner = term if inner is None else inner + term
         touts = ([np.zeros(o.shape, o.dtype) for o in out_leaves] if inner is None
-                 else grad_tensors(inner, cts))
-    plain = lambda v: v.value() if isinstance(v, Tensor) else v  # noqa: E731
+                 else grad_tensors(inner, cts, create_graph=nested))
+    plain = lambda v: v if nested or not isinstance(v, Tensor) else v.value()  # noqa: E731
     outs = [plain(o) for o in out_leaves]
     touts = [plain(t) for t in touts]
     if out_tree.kind is None:
@@ -275,74 +276,6 @@ def _zeros_tree(tree):
                           np.zeros_like(np.asarray(x)) for x in leaves])
 
 
-def _basis(shape, dtype):
-    n = int(np.prod(shape, dtype=np.int64))
-    eye = np.eye(n, dtype=dtype)
-    return [eye[k].reshape(shape) for k in range(n)]
-
-
-def _aval(v) -> tuple:
-    """(shape, dtype) of an array, a traced value or a tape tensor."""
-    if hasattr(v, "shape") and hasattr(v, "dtype"):
-        return tuple(v.shape), np.dtype(v.dtype)
-    arr = np.asarray(v)
-    return arr.shape, arr.dtype
-
-
-def _stack(parts, axis: int, shape):
-    """Stack Jacobian rows or columns; chainrule values stay recorded."""
-    if any(type(p) in HANDLERS for p in parts):
-        return cnp.reshape(cnp.stack(parts, axis=axis), shape)
-    return np.stack([np.asarray(p) for p in parts], axis=axis).reshape(shape)
-
-
-def jacfwd(f, argnums: int = 0):
-    """The Jacobian by forward mode, one JVP per input element; shape
-    ``out.shape + x.shape``."""
-
-    check_callable(f, "jacfwd")
-
-    def jac(*args):
-        x = args[check_argnums(argnums, len(args), "jacfwd")[0]]
-        xs, dtype = _aval(x)
-        _check_float(dtype, "jacfwd", argnums)
-        out, f_lin = linearize(lambda xv: f(*args[:argnums], xv, *args[argnums + 1:]), x)
-        cols = [f_lin(e) for e in _basis(xs, dtype)]
-        return _stack(cols, -1, _aval(out)[0] + xs)
-
-    jac.__name__ = f"jacfwd({getattr(f, '__name__', 'f')})"
-    return jac
-
-
-def jacrev(f, argnums: int = 0):
-    """The Jacobian by reverse mode, one pullback per output element; shape
-    ``out.shape + x.shape``."""
-
-    check_callable(f, "jacrev")
-
-    def jac(*args):
-        x = args[check_argnums(argnums, len(args), "jacrev")[0]]
-        _check_float(_aval(x)[1], "jacrev", argnums)
-        out, pullback = vjp(lambda xv: f(*args[:argnums], xv, *args[argnums + 1:]), x)
-        out_shape, dtype = _aval(out)
-        rows = [pullback(e)[0] for e in _basis(out_shape, dtype)]
-        return _stack(rows, 0, out_shape + _aval(x)[0])
-
-    jac.__name__ = f"jacrev({getattr(f, '__name__', 'f')})"
-    return jac
-
-
-def _check_float(dtype, what: str, argnums) -> None:
-    if not np.issubdtype(np.dtype(dtype), np.inexact):
-        raise GradientError(f"{what}: argument {argnums} has dtype {np.dtype(dtype)}; integer "
-                            f"and bool inputs have no derivative (pass floats)")
-
-
-def hessian(f, argnums: int = 0):
-    """``jacfwd(jacrev(f))``: forward over reverse."""
-    return jacfwd(jacrev(f, argnums), argnums)
-
-
 # f -> {primal signature: _JvpPlan of grad(f)}; entries go with f
 _HVP_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -365,7 +298,7 @@ def hvp(f, primals, tangents):
         per_f = _HVP_CACHE.setdefault(f, {})
     except TypeError:  # not weakly referenceable: no cache
         per_f = {}
-    key = (flatten(primals)[1], tuple(_leaf_signature(x) for x in leaves))
+    key = (flatten(primals)[1], tuple(leaf_signature(x) for x in leaves))
     plan = per_f.get(key)
     if plan is not None:
         try:
@@ -381,3 +314,9 @@ def hvp(f, primals, tangents):
         if not plan.tf.lifted_values:
             per_f[key] = plan
     return plan.run(leaves, t_leaves)[1]
+
+
+from .api_jacobian import hessian, jacfwd, jacrev  # noqa: E402  (they use jvp above)
+
+__all__ = ["jvp", "jvp_via_vjp", "linearize", "linear_transpose", "hvp", "jacfwd", "jacrev",
+           "hessian"]
