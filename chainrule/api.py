@@ -29,6 +29,7 @@ from .checks import (
     own,
 )
 from .errors import (
+    ArgumentError,
     ChainruleError,
     ChainruleWarning,
     CompiledHigherOrderError,
@@ -434,6 +435,8 @@ def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None):
     bools and strings, and the arguments ``static_argnums`` / ``static_argnames``
     name, are static: baked into the program, which is traced again for a new value."""
     check_callable(f, "jit")
+    if backend not in ("codegen", "interpret"):
+        raise ArgumentError(f"jit: unknown backend {backend!r}; use 'codegen' or 'interpret'")
     statics = StaticArgs(f, static_argnums, static_argnames, "jit")
 
     def build(call, leaves):
@@ -445,9 +448,6 @@ def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None):
 
             interp = Interpreter(module)
             entry._callable = lambda *a: interp.call_function(module["main"], list(a), {})
-        elif backend != "codegen":
-            raise ChainruleError(f"jit: unknown backend {backend!r}; use 'codegen' or "
-                                 f"'interpret'")
 
         def finish(result, args):
             result = own(result, args)

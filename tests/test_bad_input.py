@@ -69,6 +69,8 @@ CASES = {
     "grad of a non-function": (lambda: cr.grad(42), ArgumentError, r"grad: expected a function.*int 42"),
     "value_and_grad of None": (lambda: cr.value_and_grad(None), ArgumentError, r"value_and_grad: expected a function"),
     "jit of a non-function": (lambda: cr.jit(3), ArgumentError, r"jit: expected a function"),
+    "jit with an unknown backend": (lambda: cr.jit(lambda x: x, backend="gpu"), ArgumentError, r"jit: unknown backend 'gpu'"),
+    "static_argnums of a differentiated argument": (lambda: cr.grad(lambda x, n: cnp.sum(x), static_argnums=0)(X3, 3), ArgumentError, r"argument 0 is both differentiated \(argnums\) and static"),
     "vjp of a non-function": (lambda: cr.vjp(42, X3), ArgumentError, r"vjp: expected a function"),
     "jvp of None": (lambda: cr.jvp(None, (X3,), (X3,)), ArgumentError, r"jvp: expected a function"),
     "jacfwd of a non-function": (lambda: cr.jacfwd(5), ArgumentError, r"jacfwd: expected a function"),
