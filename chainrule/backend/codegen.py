@@ -69,7 +69,7 @@ from ..ir.types import TensorType
 from ..ir.visitor import atoms_of, free_vars, vars_used
 from ..ops.indexing import advanced
 from ..ops.templates import OpEmit, int_literal, literal
-from .execution import KERNEL_ERRORS, Liveness, coerce, kernel_error
+from .execution import KERNEL_ERRORS, Liveness, coerce_args, kernel_error
 
 RESERVED = (frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
             | frozenset(dir(builtins)) | {"np"})
@@ -534,8 +534,7 @@ class CompiledFunction:
             raise InterpretError(
                 f"{self.name} takes {len(params)} argument(s) "
                 f"({', '.join(str(p.name) for p in params)}), got {len(args)}")
-        args = [coerce(a, p.type, f"{self.name}: argument {p.name}")
-                for a, p in zip(args, params)]
+        args = coerce_args(args, params, self.name)
         return self.call_unchecked(*args)
 
     def call_unchecked(self, *args):

@@ -36,9 +36,18 @@ def run_kernel(fn, op, args, attrs, var, *first):
         raise InterpretError(f"{op.name} (binding {var.name}): out of memory") from None
 
 
-def coerce(arg, t, where: str):
+def coerce_args(args, params, name: str) -> list:
+    """The arguments of a call of function ``name`` as its parameters' types; a
+    symbolic dimension (``f64[n]``) must have one size across all of them."""
+    symbols: dict = {}
+    return [coerce(a, p.type, f"{name}: argument {p.name}", symbols)
+            for a, p in zip(args, params)]
+
+
+def coerce(arg, t, where: str, symbols: dict | None = None):
     """``arg`` as a value of type ``t`` (an array of its shape and dtype), or an
-    InterpretError saying what was expected."""
+    InterpretError saying what was expected. ``symbols`` binds symbolic dimensions
+    to the sizes seen so far in the call (name -> (size, where))."""
     if isinstance(t, TensorType):
         try:
             arr = np.asarray(arg)
@@ -59,11 +68,19 @@ def coerce(arg, t, where: str):
             isinstance(d, int) and d != s for d, s in zip(t.shape, arr.shape)
         ):
             raise InterpretError(f"{where}: expected shape {t!r}, got {arr.shape}")
+        if symbols is not None:
+            for d, size in zip(t.shape, arr.shape):
+                if isinstance(d, str):
+                    seen = symbols.setdefault(d, (size, where))
+                    if seen[0] != size:
+                        raise InterpretError(
+                            f"{where}: dimension {d} is {size} here but {seen[0]} in "
+                            f"{seen[1].rsplit(': ', 1)[-1]} (one symbol, one size per call)")
         return arr
     if isinstance(t, TupleType):
         if not isinstance(arg, (tuple, list)) or len(arg) != len(t.fields):
             raise InterpretError(f"{where}: expected a tuple {t!r}")
-        return tuple(coerce(a, f, where) for a, f in zip(arg, t.fields))
+        return tuple(coerce(a, f, where, symbols) for a, f in zip(arg, t.fields))
     if isinstance(t, FuncType):
         if not callable(arg):
             raise InterpretError(f"{where}: expected a function")

@@ -34,7 +34,7 @@ from ..ir.nodes import (
 from ..ir.op import Op, apply
 from ..ir.visitor import free_vars
 from ..tree import flatten, unflatten
-from .execution import Liveness, coerce, run_kernel
+from .execution import Liveness, coerce_args, run_kernel
 
 
 class Closure:
@@ -228,7 +228,7 @@ def run(module: Module, *args, func: str = "main"):
         raise InterpretError(
             f"{func} takes {len(fn.params)} argument(s) "
             f"({', '.join(p.name for p in fn.params)}), got {len(args)}")
-    args = [coerce(a, p.type, f"{func}: argument {p.name}") for a, p in zip(args, fn.params)]
+    args = coerce_args(args, fn.params, func)
     try:
         result = Interpreter(module).call_function(fn, args, {})
     except RecursionError:
