@@ -7,8 +7,9 @@ and compiled) and on its first iteration (a new structure: the pullback is
 built by the gradient pass and interpreted), the same forward in plain NumPy
 (no gradient), HIPS autograd and PyTorch eager when installed. Prints min
 and median microseconds per recorded op over repeats and the ratio to NumPy,
-then the chainrule forward and backward alone for iterations 1 (build the
-pullback, interpret it), 2 (the structure came back: optimize and generate
+then the chainrule forward and backward alone for iterations 1 (a new
+structure: the VJP rules applied eagerly), 2 (the structure came back: its
+pullback built by the gradient pass, optimized and generated
 code once) and 3 (the cached compiled pullback).
 
     python benchmarks/tape_overhead.py [--ops 1000] [--quick] [--repeats N]
@@ -69,7 +70,8 @@ def run_tape(f, params, consts):
     return [t.grad for t in ts]
 
 
-ITERATIONS = ["1 (new: build, interpret)", "2 (seen again: codegen)", "3 (cached, compiled)"]
+ITERATIONS = ["1 (new: rules eagerly)", "2 (seen again: build, codegen)",
+              "3 (cached, compiled)"]
 
 
 def tape_iterations(f, params, consts):

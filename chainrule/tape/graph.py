@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+from collections import Counter
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from ..ir.infer import attrs_key, type_call
 from ..ir.nodes import Constant, Module, TupleGetItem
 from ..ir.op import PYTHON_SCALARS, evaluate, weak_scalar_dtype
 from ..ir.types import DType, TensorType, TupleType
+from .eager import eager_gradients
 from .pullback import STATS, Pullback, PullbackCache
 from .tensor import MODE, Tensor
 
@@ -264,12 +266,36 @@ def _seed(loss: Tensor, gradient):
     return seed
 
 
+class _Seen:
+    """A structure backpropagated once, eagerly: its pullback is built if it comes back."""
+
+    compiled = None
+
+    def __init__(self, layout: _Layout):
+        self.n_nodes = len(layout.nodes)
+
+
 def _run(layout: _Layout, seed, create_graph: bool):
-    """Gradients for ``layout.leaves``, from the pullback of the graph's structure."""
+    """Gradients for ``layout.leaves``: the first time a structure is seen, the VJP
+    rules applied eagerly (eager.py); when it comes back, its pullback, built by the
+    gradient pass and compiled to code once, then reused (pullback.py)."""
     force(layout.loss)
     pb = _BACKWARD_CACHE.get(layout.key)
-    if pb is None:
-        pb = Pullback(layout)  # new structure: interpreted this time
+    if (pb is None or type(pb) is _Seen) and not create_graph:
+        if isinstance(seed, Tensor):
+            seed = np.asarray(seed.value(), layout.loss.aval()[1])
+        if pb is None:
+            _BACKWARD_CACHE.put(layout.key, _Seen(layout))
+            STATS["eager_backwards"] += 1
+            STATS["last_nodes"] = len(layout.nodes)
+            STATS["last_ops"] = Counter(t.node.op.name for t in layout.nodes
+                                        if t.node.op is not None)
+            return _eagerly(layout, seed)
+        pb = Pullback(layout)  # the structure came back: build and compile its pullback
+        pb.compile()
+        _BACKWARD_CACHE.put(layout.key, pb)
+    elif pb is None or type(pb) is _Seen:
+        pb = Pullback(layout)  # derivatives of derivatives: interpreted while recording
         _BACKWARD_CACHE.put(layout.key, pb)
     elif pb.compiled is None and not create_graph:
         pb.compile()  # the structure came back: generate code for it once
@@ -283,6 +309,15 @@ def _run(layout: _Layout, seed, create_graph: bool):
     MODE.grad_enabled = False
     try:
         return pb.run(_arguments(pb, layout, tensors=False) + [seed])
+    finally:
+        MODE.grad_enabled = old
+
+
+def _eagerly(layout: _Layout, seed) -> list:
+    old = MODE.grad_enabled
+    MODE.grad_enabled = False
+    try:
+        return eager_gradients(layout, seed)
     finally:
         MODE.grad_enabled = old
 

@@ -26,6 +26,7 @@ from ..transform.gradient import vjp_module
 from ..transform.optimize import optimize
 
 STATS = {
+    "eager_backwards": 0,  # first backwards of a structure, run by applying the rules
     "backward_compilations": 0,  # pullbacks built (gradient pass runs), one per structure
     "backward_codegen": 0,  # pullbacks optimized and compiled (structure seen again)
     "last_nodes": 0,
