@@ -141,22 +141,6 @@ def moveaxis(x, source, destination):
     return _ops.permute_dims(x, axes=tuple(order))
 
 
-# -- linear algebra ---------------------------------------------------------------------
-@_method("dot")
-def dot(a, b):
-    if len(_shape(a)) == 0 or len(_shape(b)) == 0:
-        return _ops.multiply(a, b)
-    return _ops.matmul(a, b)
-
-
-def outer(a, b):
-    return _ops.multiply(_ops.reshape(a, (-1, 1)), _ops.reshape(b, (1, -1)))
-
-
-def inner(a, b):
-    return _ops.sum(_ops.multiply(a, b), axis=-1)
-
-
 # -- creation ---------------------------------------------------------------------------
 linspace, eye = _np.linspace, _np.eye
 

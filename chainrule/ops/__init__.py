@@ -10,6 +10,7 @@ from ..ir.op import OPS, Op, apply, evaluate
 from . import (  # noqa: F401
     assembly,
     complex,
+    decompositions,
     elementwise,
     fft,
     indexing,
@@ -27,6 +28,7 @@ from . import (  # noqa: F401
 from .assembly import *  # noqa: F403
 from .complex import *  # noqa: F403
 from .composites import prefix_product
+from .decompositions import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .indexing import getitem, index, index_add, index_update
 from .linalg import *  # noqa: F403

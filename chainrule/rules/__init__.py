@@ -4,6 +4,7 @@ object, filled by one file per op family with each op's rules side by side."""
 from . import (  # noqa: F401  (fill the tables)
     assembly,
     complex,
+    decompositions,
     elementwise,
     fft,
     linalg,
