@@ -223,7 +223,9 @@ _divide_by(ops.sqrt, lambda z, x: 2 * z, "z = sqrt(x);  f'(x) = 1 / (2 z)")
 def _arctan_slope(z, x):
     """1 / (1 + x^2) as (1 / hypot(x, 1))^2: the same to rounding, but its derivatives never
     form x^2, which overflows for |x| > 1e154 (the tangent of 1 + x * x is then inf and its
-    product with the slope's 0 NaN)."""
+    product with the slope's 0 NaN). Complex x keeps 1 / (1 + x^2) (hypot is real)."""
+    if x.dtype.kind == "c":
+        return ops.reciprocal(1 + x * x)
     r = ops.reciprocal(ops.hypot(x, 1.0))
     return r * r
 
