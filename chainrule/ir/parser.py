@@ -414,7 +414,7 @@ class _FunctionParser:
         return stmts, self.atom(stmts[-1].value)
 
 
-FUNCTION_FLAGS = ("checkpoint",)
+FUNCTION_FLAGS = ("checkpoint", "fused")
 
 
 def _function_flags(fdef: ast.FunctionDef) -> dict:
