@@ -321,3 +321,99 @@ def test_grad_of_a_fused_loop_program_matches_the_unfused_one_bit_for_bit():
     assert a[0] == b[0] == c[0]
     np.testing.assert_array_equal(a[1][0], b[1][0])
     np.testing.assert_array_equal(a[1][0], c[1][0])
+
+
+def test_independent_chains_are_separate_regions_and_a_reduction_ends_its_chain():
+    check("""
+def main(x: f64[2, 3], w: f64[4]) -> tuple[f64[2, 3], f64[4]]:
+    a = exp(x)
+    c = sin(w)
+    b = tanh(a)
+    d = cos(c)
+    s = sum(b)
+    t = multiply(b, s)
+    u = add(t, x)
+    return (u, d)
+""", """
+def main(x: f64[2, 3], w: f64[4]) -> tuple[f64[2, 3], f64[4]]:
+    main_fused0_out = main_fused0(x)
+    b = main_fused0_out[0]
+    s = main_fused0_out[1]
+    d = main_fused1(w)
+    u = main_fused2(b, s, x)
+    return (u, d)
+
+@fused
+def main_fused0(x: f64[2, 3]) -> tuple[f64[2, 3], f64]:
+    a = exp(x)
+    b = tanh(a)
+    s = sum(b)
+    return (b, s)
+
+@fused
+def main_fused1(w: f64[4]) -> f64[4]:
+    c = sin(w)
+    d = cos(c)
+    return d
+
+@fused
+def main_fused2(b: f64[2, 3], s: f64, x: f64[2, 3]) -> f64[2, 3]:
+    t = multiply(b, s)
+    u = add(t, x)
+    return u
+""")
+
+
+LOOP = """
+def main(x: f64[3]) -> f64[3]:
+    y = x
+    while True:
+        a = exp(y)
+        b = sin(a)
+        s = sum(b)
+        more = less(s, 2.0)
+        if not more:
+            break
+        c = cos(b)
+        d = multiply(c, a)
+        y = d
+    r = y
+    return r
+"""
+
+
+def test_loop_condition_values_read_by_the_body_stay_results():
+    check(LOOP, """
+def main(x: f64[3]) -> f64[3]:
+    y = x
+    while True:
+        main_fused1_out = main_fused1(y)
+        a = main_fused1_out[0]
+        b = main_fused1_out[1]
+        s = main_fused1_out[2]
+        more = less(s, 2.0)
+        if not more:
+            break
+        d = main_fused0(b, a)
+        y = d
+    r = y
+    return r
+
+@fused
+def main_fused0(b: f64[3], a: f64[3]) -> f64[3]:
+    c = cos(b)
+    d = multiply(c, a)
+    return d
+
+@fused
+def main_fused1(y: f64[3]) -> tuple[f64[3], f64[3], f64]:
+    a = exp(y)
+    b = sin(a)
+    s = sum(b)
+    return (a, b, s)
+""")
+    module = cr.parse(LOOP)
+    x = np.array([0.1, -0.2, 0.3])
+    want = run(module, x)
+    np.testing.assert_array_equal(run(fuse(module), x), want)
+    np.testing.assert_array_equal(compile_module(fuse(module))(x), want)

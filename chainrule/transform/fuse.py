@@ -16,12 +16,22 @@ function): fusion may run before or after differentiation. ``optimize``
 inlines calls of non-recursive functions, so it undoes fusion: run ``fuse``
 last in a pipeline (``Pipeline(["gradient", "optimize", "fuse"])``).
 
-A binding that is not fusible and reads a value of the open region closes
-it; bindings that do not read it are kept before the fused call (they do not
-depend on the region, so moving the call after them keeps every value
-defined before its use). Regions of fewer than ``min_ops`` elementwise ops
-are left as they are. Nested blocks (branches, loop bodies, closures) are
-fused on their own.
+Regions are built in one scan of each block. A fusible binding that reads
+values of open regions joins them (merging them into one); one that reads none
+starts a region. A reduction ends its chain: a binding that reads its result
+closes that region first and takes the result as an input. A binding that is
+not fusible and reads a value of an open region closes it; bindings that do
+not read it stay before the fused call (they do not depend on the region, so
+the call placed after them still precedes every use of its results).
+Independent chains are separate regions. Regions of fewer than ``min_ops``
+elementwise ops are left as they are. Nested blocks (branches, loop bodies,
+closures) are fused on their own; a loop condition's values that its body
+reads stay results of the condition's regions.
+
+On the NumPy backend a fused region compiles to the code its bindings compile
+to (the code generator already writes elementwise chains in place, ``out=``,
+into one buffer), plus one Python call: fusion is neutral there; it is the
+unit a compiled backend for regions works on (``benchmarks/fusion.py``).
 
 >>> import chainrule as cr
 >>> m = cr.parse('''
@@ -60,6 +70,7 @@ from ..ir.nodes import (
     Tuple,
     TupleGetItem,
     Var,
+    While,
 )
 from ..ir.op import Op
 from ..ir.types import TensorType, TupleType
@@ -80,23 +91,41 @@ def _elementwise(value) -> bool:
     return _simple_call(value) and value.callee.elementwise
 
 
-def _joins(binding: Binding, members: set) -> bool:
-    """Whether ``binding`` may join a region whose variables are ``members``."""
+def _fusible(binding: Binding) -> bool:
+    """Whether ``binding`` may be in a region (a reduction only of a region's value)."""
     v = binding.value
     if not _simple_call(v) or not isinstance(binding.var.type, TensorType):
         return False
     op = v.callee
-    if op.elementwise or op.name in BROADCASTS:
-        return True
-    # a reduction ends a chain of the region: only of a value the region computed
-    return op.name in REDUCTIONS and any(a in members for a in v.args)
+    return op.elementwise or op.name in BROADCASTS or op.name in REDUCTIONS
+
+
+class _Region:
+    """An open region: its bindings (with their positions), variables, and the results
+    of its reductions (a chain ends there: their readers start another region)."""
+
+    __slots__ = ("bindings", "members", "ends", "closed")
+
+    def __init__(self):
+        self.bindings: list = []
+        self.members: set = set()
+        self.ends: set = set()
+        self.closed = False  # emitted: its values are ordinary inputs from now on
 
 
 def _reads(value) -> set:
     """Every variable ``value`` reads, nested blocks included (an over-approximation
     for closures, whose own bindings are never region members)."""
     out = {a for a in atoms_of(value) if type(a) is Var}
-    stack = list(nested_blocks(value))
+    for block in nested_blocks(value):
+        out |= _block_reads(block)
+    return out
+
+
+def _block_reads(block: Block) -> set:
+    """Every variable read in ``block`` (its own bindings included: see ``_reads``)."""
+    out: set = set()
+    stack = [block]
     while stack:
         block = stack.pop()
         out.update(_flat_vars(block.result))
@@ -131,39 +160,83 @@ class _Fuser:
         return name
 
     # -- blocks ---------------------------------------------------------------------------
-    def block(self, block: Block) -> Block:
+    def block(self, block: Block, live_out=()) -> Block:
+        """``block`` with its regions fused; ``live_out``: variables read after it (a
+        loop's body reads its condition's bindings)."""
         bindings = []
         for b in block.bindings:  # nested blocks first, on their own
             inner = nested_blocks(b.value)
             if inner:
-                new_value = with_blocks(b.value, [self.block(blk) for blk in inner])
+                if type(b.value) is While:
+                    body = self.block(b.value.body)
+                    blocks = [self.block(b.value.cond, _block_reads(body)),
+                              body]
+                else:
+                    blocks = [self.block(blk) for blk in inner]
+                new_value = with_blocks(b.value, blocks)
                 if new_value is not b.value:
                     b = Binding(b.var, new_value)
             bindings.append(b)
         # the last binding reading each variable, to know which region values escape
         last_read: dict = {v: len(bindings) for v in _flat_vars(block.result)}
+        last_read.update((v, len(bindings)) for v in live_out)
         for i, b in enumerate(bindings):
             for v in _reads(b.value):
                 last_read[v] = max(last_read.get(v, -1), i)
         out: list[Binding] = []
-        region: list[Binding] = []
-        members: set = set()
+        open_regions: list[_Region] = []  # in the order they were started
+        region_of: dict = {}
         for i, b in enumerate(bindings):
-            if _joins(b, members):
-                region.append(b)
-                members.add(b.var)
+            reads = _reads(b.value)
+            touched = []
+            for v in reads:
+                r = region_of.get(v)
+                if r is not None and not r.closed and r not in touched:
+                    touched.append(r)
+            if touched and _fusible(b):
+                for r in [r for r in touched if reads & r.ends]:  # reads a chain's end
+                    self.flush(r, out, last_read, i, open_regions)
+                    touched.remove(r)
+            if _fusible(b) and (touched or b.value.callee.name not in REDUCTIONS):
+                target = self.merge(touched, region_of) if touched else _Region()
+                if not touched:
+                    open_regions.append(target)
+                target.bindings.append((i, b))
+                target.members.add(b.var)
+                region_of[b.var] = target
+                if b.value.callee.name in REDUCTIONS:
+                    target.ends.add(b.var)
                 continue
-            if members and _reads(b.value) & members:
-                self.flush(region, out, last_read, i)
-                region, members = [], set()
+            for r in sorted(touched, key=open_regions.index):  # it reads them: close them
+                self.flush(r, out, last_read, i, open_regions)
             out.append(b)
-        if region:
-            self.flush(region, out, last_read, len(bindings))
+        for r in list(open_regions):
+            self.flush(r, out, last_read, len(bindings), open_regions)
         return same_block(block, out, block.result)
 
-    def flush(self, region, out, last_read, end) -> None:
-        """Emit ``region`` (closed before binding ``end``) into ``out``: as one fused call
-        when it is worth it, else binding by binding, as it was."""
+    def merge(self, regions: list, region_of: dict) -> _Region:
+        """One region of ``regions`` (a binding reads them all), in program order; the
+        others are emptied (their members now belong to the first)."""
+        target, rest = regions[0], regions[1:]
+        for r in rest:
+            target.bindings.extend(r.bindings)
+            target.members |= r.members
+            target.ends |= r.ends
+            for v in r.members:
+                region_of[v] = target
+            r.bindings, r.members = [], set()
+        if rest:
+            target.bindings.sort(key=lambda ib: ib[0])
+        return target
+
+    def flush(self, open_region: _Region, out, last_read, end, open_regions) -> None:
+        """Emit ``open_region`` (closed before binding ``end``) into ``out``: as one fused
+        call when it is worth it, else binding by binding, as it was."""
+        open_regions.remove(open_region)
+        open_region.closed = True
+        region = [b for _, b in open_region.bindings]
+        if not region:  # merged into another
+            return
         n_elementwise = sum(1 for b in region if b.value.callee.elementwise)
         if n_elementwise < self.min_ops:
             out.extend(region)
