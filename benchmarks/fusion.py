@@ -1,8 +1,10 @@
-"""Fusion on the NumPy backend: the same gradient program compiled with and without the
-``fuse`` pass (run after ``optimize``, which would inline the regions back), against
-hand-written NumPy, on the tiny-op chain of ``tiny_ops.py`` and the 100-step loop
-``x = x - 0.1 * tanh(x @ W)`` of ``loop100.py``. Min and median over repeats, one
-thread; the load average is printed since the machine may be shared.
+"""Fusion on the NumPy backend: the gradient program (value and gradient with respect to
+every input) compiled without fusion, with ``fuse`` after differentiation
+(``gradient, optimize, fuse``) and before it (``fuse, gradient, optimize`` without
+inlining, which would undo the regions: each region's VJP stays a call returning a
+pullback), against hand-written NumPy, on the tiny-op chain of ``tiny_ops.py`` and the
+100-step loop ``x = x - 0.1 * tanh(x @ W)`` of ``loop100.py``. Min and median over
+repeats, one thread; the load average is printed since the machine may be shared.
 
     python benchmarks/fusion.py [--quick] [--repeats N]
 """
@@ -16,24 +18,32 @@ import os
 
 import numpy as np
 
-import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule.backend.codegen import compile_module
-from chainrule.transform import fuse
+from chainrule.frontend.tracer import trace_function
+from chainrule.transform import fuse, gradient, optimize
 
 import loop100
 import tiny_ops
 
 
-def fused_and_unfused(f, args) -> tuple:
-    """The compiled gradient program of ``f`` at ``args`` without and with fusion, and
-    the number of fused regions."""
-    vg = cr.value_and_grad(f, argnums=0)
-    entry, _ = vg.specialize(args)
-    fused = fuse(entry.module)
-    regions = len(fused.functions) - len(entry.module.functions)
-    return (compile_module(entry.module, entry.func), compile_module(fused, entry.func),
-            regions)
+def programs(f, args) -> dict:
+    """name -> compiled gradient program of ``f`` at ``args``, and the number of regions."""
+    traced = trace_function(f, args, capture=True).module
+    plain = optimize(gradient(traced, "main"))
+    after = fuse(plain)
+    before = optimize(gradient(fuse(traced), "main"), inline_calls=False)
+    out = {}
+    for name, module in (("unfused", plain), ("fuse after gradient", after),
+                         ("fuse before gradient", before)):
+        regions = sum(1 for fn in module.functions.values() if fn.attrs.get("fused"))
+        out[f"{name} ({regions} regions)"] = compile_module(module, "main_adjoint")
+    ref = out[next(iter(out))](*args)
+    for fn in out.values():
+        value, grads = fn(*args)
+        assert np.allclose(value, ref[0])
+        assert all(np.allclose(g, r) for g, r in zip(grads, ref[1]))
+    return out
 
 
 def run(title: str, rows: dict, reps: int, baseline: str, note: str) -> None:
@@ -52,30 +62,23 @@ def main() -> None:
 
     x = np.linspace(-0.5, 0.5, 8)
     y = np.linspace(0.1, 0.3, 8)
-    loss = tiny_ops.make_loss(cnp, 1400)
-    plain, fused, regions = fused_and_unfused(loss, (x, y))
-    a, b = plain(x, y), fused(x, y)
-    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    rows = {k: (lambda fn=fn: fn(x, y)) for k, fn in
+            programs(tiny_ops.make_loss(cnp, 1400), (x, y)).items()}
     np_loss = tiny_ops.make_loss(np, 1400)
-    run("1,400 tiny elementwise ops on shape (8,), value and gradient wrt x",
-        {"unfused (codegen)": lambda: plain(x, y), "fused (codegen)": lambda: fused(x, y),
-         "hand-written NumPy forward": lambda: np_loss(x, y)}, reps,
-        "hand-written NumPy forward", f"{regions} fused regions")
+    rows["hand-written NumPy forward"] = lambda: np_loss(x, y)
+    run("1,400 tiny elementwise ops on shape (8,), value and gradient", rows, reps,
+        "hand-written NumPy forward", "")
 
     rng = np.random.default_rng(0)
     for batch, width in ((16, 64), (64, 128)):
         w = rng.standard_normal((width, width)) / np.sqrt(width)
         x0 = rng.standard_normal((batch, width))
-        loss = loop100.make_loss(cnp, 100)
-        plain, fused, regions = fused_and_unfused(loss, (w, x0))
-        a, b = plain(w, x0), fused(w, x0)
-        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
-        run(f"100-step loop x - 0.1 * tanh(x @ W), x {batch}x{width}: value and grad wrt W",
-            {"unfused (codegen)": lambda p=plain, w=w, x0=x0: p(w, x0),
-             "fused (codegen)": lambda f=fused, w=w, x0=x0: f(w, x0),
-             "hand-written NumPy": lambda w=w, x0=x0: loop100.hand_value_and_grad(w, x0, 100)},
-            reps,
-            "hand-written NumPy", f"{regions} fused regions")
+        rows = {k: (lambda fn=fn, w=w, x0=x0: fn(w, x0)) for k, fn in
+                programs(loop100.make_loss(cnp, 100), (w, x0)).items()}
+        rows["hand-written NumPy (grad wrt W only)"] = (
+            lambda w=w, x0=x0: loop100.hand_value_and_grad(w, x0, 100))
+        run(f"100-step loop x - 0.1 * tanh(x @ W), x {batch}x{width}: value and gradient",
+            rows, reps, "hand-written NumPy (grad wrt W only)", "")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
