@@ -87,10 +87,6 @@ def _simple_call(value) -> bool:
             and all(type(a) in (Var, Constant) for a in value.args))
 
 
-def _elementwise(value) -> bool:
-    return _simple_call(value) and value.callee.elementwise
-
-
 def _fusible(binding: Binding) -> bool:
     """Whether ``binding`` may be in a region (a reduction only of a region's value)."""
     v = binding.value
@@ -193,6 +189,7 @@ class _Fuser:
                 r = region_of.get(v)
                 if r is not None and not r.closed and r not in touched:
                     touched.append(r)
+            touched.sort(key=open_regions.index)  # program order, not the order of a set
             if touched and _fusible(b):
                 for r in [r for r in touched if reads & r.ends]:  # reads a chain's end
                     self.flush(r, out, last_read, i, open_regions)
@@ -207,7 +204,7 @@ class _Fuser:
                 if b.value.callee.name in REDUCTIONS:
                     target.ends.add(b.var)
                 continue
-            for r in sorted(touched, key=open_regions.index):  # it reads them: close them
+            for r in touched:  # it reads them: close them
                 self.flush(r, out, last_read, i, open_regions)
             out.append(b)
         for r in list(open_regions):
@@ -215,8 +212,8 @@ class _Fuser:
         return same_block(block, out, block.result)
 
     def merge(self, regions: list, region_of: dict) -> _Region:
-        """One region of ``regions`` (a binding reads them all), in program order; the
-        others are emptied (their members now belong to the first)."""
+        """One region of ``regions`` (a binding reads them all; the first started first),
+        in program order; the others are emptied (their members now belong to it)."""
         target, rest = regions[0], regions[1:]
         for r in rest:
             target.bindings.extend(r.bindings)
