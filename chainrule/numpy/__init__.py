@@ -18,10 +18,15 @@ Op(sum)
 
 from __future__ import annotations
 
+import sys as _sys
+
+from numpy import random as _np_random
+
 from .. import ops as _ops  # noqa: F401  (registers every op)
 from . import (
     _complex,
     _core,
+    _creation,
     _linalg,
     _math,
     _rearrange,
@@ -34,6 +39,7 @@ from . import (
 from ._assemble import assemble as _assemble
 from ._complex import *  # noqa: F403
 from ._core import *  # noqa: F403
+from ._creation import *  # noqa: F403
 from ._linalg import *  # noqa: F403
 from ._math import *  # noqa: F403
 from ._rearrange import *  # noqa: F403
@@ -43,8 +49,15 @@ from ._select import *  # noqa: F403
 from ._shapes import *  # noqa: F403
 from ._sorting import *  # noqa: F403
 
-_MODULES = (_complex, _core, _linalg, _math, _rearrange, _reduce_api, _reductions, _select,
-            _shapes, _sorting)
+_MODULES = (_complex, _core, _creation, _linalg, _math, _rearrange, _reduce_api, _reductions,
+            _select, _shapes, _sorting)
 __all__ = _assemble(globals(), "", [n for m in _MODULES for n in m.__all__])
 
 from . import fft, linalg  # noqa: E402, F401  (submodules, assembled the same way)
+
+# ``np.random`` as in NumPy and autograd.numpy (which wraps NumPy's): NumPy's own module,
+# also importable as ``chainrule.numpy.random``. Draws are concrete arrays; inside a
+# compiled function they are drawn again at every call (docs/migrating_from_autograd.md);
+# chainrule.random has explicit keys.
+random = _np_random
+_sys.modules[__name__ + ".random"] = _np_random
