@@ -86,6 +86,17 @@ def _one_element(fun):
     return scalar
 
 
+def _scalar(fun):
+    """``fun`` with a one-element output reshaped to a scalar (see ``_one_element``)."""
+    one = _one_element(fun)
+
+    def scalar(*args, **kwargs):
+        return one(*args, **kwargs)[0]
+
+    functools.update_wrapper(scalar, fun, updated=())
+    return scalar
+
+
 def grad(fun, argnum=0):
     """The gradient of a real scalar-valued ``fun`` w.r.t. argument ``argnum`` (an
     output with a single element, e.g. of shape ``(1,)``, counts as a scalar)."""
@@ -137,7 +148,8 @@ def jacobian(fun, argnum=0):
 
 def hessian(fun, argnum=0):
     """The Hessian of a scalar ``fun``: shape ``in.shape + in.shape``."""
-    return _hessian(fun, argnums=argnum)
+    check_callable(fun, "hessian")
+    return _hessian(_scalar(fun), argnums=argnum)
 
 
 def _replace(args: tuple, argnum, value) -> tuple:
@@ -160,6 +172,7 @@ def hessian_tensor_product(fun, argnum=0):
     """``(*args, vector) -> H @ vector``: the Hessian of scalar ``fun`` w.r.t.
     argument ``argnum`` contracted with ``vector`` (forward over reverse, compiled)."""
     check_callable(fun, "hessian_tensor_product")
+    fun = _scalar(fun)
 
     def product(*args):
         args, vector = args[:-1], args[-1]
@@ -175,7 +188,7 @@ hessian_vector_product = hessian_tensor_product
 def make_hvp(fun, argnum=0):
     """``(*args) -> (hvp, gradient)``: ``hvp(vector)`` is H @ vector at that point."""
     product = hessian_tensor_product(fun, argnum)
-    gradient = _grad(fun, argnums=argnum)
+    gradient = grad(fun, argnum)
 
     def at(*args):
         return (lambda vector: product(*args, vector)), gradient(*args)
@@ -291,6 +304,18 @@ def flatten(value):
         return _tree_unflatten(tree, parts)
 
     return vector, unflatten
+
+
+def flatten_func(func, example):
+    """``(flat_func, unflatten, flat_example)`` as ``autograd.misc.flatten.flatten_func``:
+    ``flat_func(vector, *args)`` applies ``func`` to the structure ``unflatten(vector)``
+    and flattens its result (so optimizers of flat vectors see a structured function)."""
+    flat_example, unflatten = flatten(example)
+
+    def flat_func(vector, *args):
+        return flatten(func(unflatten(vector), *args))[0]
+
+    return flat_func, unflatten, flat_example
 
 
 # -- user-defined primitives ----------------------------------------------------------
@@ -562,8 +587,8 @@ def defjvp(fun, *jvpfuns, argnums=None) -> None:
 
 __all__ = [
     "adam", "check_grads", "checkpoint", "defjvp", "defvjp", "deriv", "elementwise_grad",
-    "flatten", "grad", "grad_and_aux", "grad_named", "hessian", "hessian_tensor_product",
-    "hessian_vector_product", "holomorphic_grad", "jacobian", "make_hvp", "make_jvp",
-    "make_vjp", "multigrad_dict", "primitive", "rmsprop", "sgd", "tensor_jacobian_product",
-    "value_and_grad", "vector_jacobian_product",
+    "flatten", "flatten_func", "grad", "grad_and_aux", "grad_named", "hessian",
+    "hessian_tensor_product", "hessian_vector_product", "holomorphic_grad", "jacobian",
+    "make_hvp", "make_jvp", "make_vjp", "multigrad_dict", "primitive", "rmsprop", "sgd",
+    "tensor_jacobian_product", "value_and_grad", "vector_jacobian_product",
 ]
