@@ -49,7 +49,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import numpy as cnp
-from ._autograd_misc import adam, check_grads, rmsprop, sgd
+from ._autograd_misc import adam, check_grads, flatten_func, make_ggnvp, rmsprop, sgd
 from .api import grad as _grad
 from .api import jit as _jit
 from .api import value_and_grad as _value_and_grad
@@ -304,18 +304,6 @@ def flatten(value):
         return _tree_unflatten(tree, parts)
 
     return vector, unflatten
-
-
-def flatten_func(func, example):
-    """``(flat_func, unflatten, flat_example)`` as ``autograd.misc.flatten.flatten_func``:
-    ``flat_func(vector, *args)`` applies ``func`` to the structure ``unflatten(vector)``
-    and flattens its result (so optimizers of flat vectors see a structured function)."""
-    flat_example, unflatten = flatten(example)
-
-    def flat_func(vector, *args):
-        return flatten(func(unflatten(vector), *args))[0]
-
-    return flat_func, unflatten, flat_example
 
 
 # -- user-defined primitives ----------------------------------------------------------
@@ -589,6 +577,6 @@ __all__ = [
     "adam", "check_grads", "checkpoint", "defjvp", "defvjp", "deriv", "elementwise_grad",
     "flatten", "flatten_func", "grad", "grad_and_aux", "grad_named", "hessian",
     "hessian_tensor_product", "hessian_vector_product", "holomorphic_grad", "jacobian",
-    "make_hvp", "make_jvp", "make_vjp", "multigrad_dict", "primitive", "rmsprop", "sgd",
-    "tensor_jacobian_product", "value_and_grad", "vector_jacobian_product",
+    "make_ggnvp", "make_hvp", "make_jvp", "make_vjp", "multigrad_dict", "primitive", "rmsprop",
+    "sgd", "tensor_jacobian_product", "value_and_grad", "vector_jacobian_product",
 ]
