@@ -243,4 +243,9 @@ CASES = [
          note="traced fill"),
     case("full_like", lambda s: cnp.full_like(np.ones((2, 3)), s),
          lambda s: np.full_like(np.ones((2, 3)), s), U(), U(3), note="traced fill"),
+    case("linspace", lambda a, b: cnp.linspace(a, b, 5), lambda a, b: np.linspace(a, b, 5),
+         (U(), U()), (U(3), U(2, 1)), note="traced endpoints"),
+    case("linspace", lambda a, b: cnp.linspace(a, b, 4, endpoint=False, axis=-1),
+         lambda a, b: np.linspace(a, b, 4, endpoint=False, axis=-1), (U(3), U(3)),
+         note="endpoint, axis"),
 ]

@@ -2,6 +2,8 @@
 array_like broadcastable to the shape, also a traced value or tape tensor (autograd
 programs write ``np.full(x.shape, g)`` inside VJPs). A number fills through the
 ``full`` op; anything else is broadcast (``broadcast_to``), so it differentiates.
+``linspace`` differentiates in its endpoints (``start + i * (stop - start) / div``, the
+last point ``stop`` itself, as NumPy computes it).
 
 >>> import numpy as np, chainrule as cr
 >>> cr.grad(lambda s: full((2, 3), s).sum())(np.float64(1.5))
@@ -18,7 +20,7 @@ from .. import ops as _ops
 from ..ir.op import is_dispatched as _is_dispatched
 from ._core import _exposes
 
-__all__ = ["full", "full_like"]
+__all__ = ["full", "full_like", "linspace"]
 
 
 def _number(v) -> bool:
@@ -60,3 +62,29 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
 
 
 full.op, full_like.op = _ops.full, _ops.full_like
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    """``np.linspace``; on traced or tape endpoints (any shapes that broadcast) a
+    composite that differentiates in them."""
+    if not (_is_dispatched(start) or _is_dispatched(stop)):
+        return _np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    if isinstance(num, bool) or not isinstance(num, (int, _np.integer)) or num < 0:
+        raise ValueError(f"Number of samples, {num}, must be a non-negative integer.")
+    num = int(num)
+    div = num - 1 if endpoint else num
+    start, stop = (v if _is_dispatched(v) else _np.asarray(v, float) for v in (start, stop))
+    delta = _ops.subtract(stop, start)
+    lead = tuple(_np.broadcast_shapes(tuple(start.shape), tuple(stop.shape)))
+    steps = _np.arange(num, dtype=float).reshape((num,) + (1,) * len(lead))
+    step = _ops.divide(delta, div) if div > 0 else _ops.multiply(delta, _np.nan)
+    y = _ops.add(_ops.multiply(steps, step) if div > 0 else _ops.multiply(steps, delta), start)
+    if endpoint and num > 1:  # NumPy sets the last point to stop exactly
+        last = _ops.reshape(_ops.broadcast_to(stop, lead), (1,) + lead)
+        y = _ops.concatenate(_ops.getitem(y, slice(0, num - 1)), last, axis=0)
+    if axis != 0:
+        y = _ops.permute_dims(y, axes=tuple(_np.roll(_np.arange(y.ndim), axis % y.ndim)))
+    if dtype is not None:
+        y = _ops.astype(y, _np.dtype(dtype))
+    return (y, step) if retstep else y
