@@ -21,6 +21,7 @@ from ..ops.stack import (
     STACK_POP_OR_ZERO,
     STACK_PUSH,
 )
+from ..ops.stack_schedule import LOOP_CHECKPOINT, REVOLVE_NEXT
 from .adjoint import has_function
 
 
@@ -134,7 +135,17 @@ def _stack_add(sweep, binding: Binding) -> None:
         sweep.tangents[binding.var] = dot
 
 
+def _same_tangent(sweep, binding: Binding) -> None:
+    """loop_checkpoint(x, trips) is x: so is its tangent."""
+    sweep.copy_binding(binding)
+    dx = sweep.tangent(binding.value.args[0])
+    if dx is not None:
+        sweep.tangents[binding.var] = dx
+
+
 STACK_FORWARD = {
+    LOOP_CHECKPOINT: _same_tangent,
+    REVOLVE_NEXT: lambda sweep, binding: sweep.copy_binding(binding),
     STACK_EMPTY: _stack_empty,
     STACK_PUSH: _stack_push,
     STACK_POP: _stack_pop,
