@@ -22,7 +22,7 @@ keeps only its first carry, and the reverse loop, knowing ``n`` by then,
 schedules from there (one more sweep than revolve offline).
 
 >>> revolve_cost(10, 3), [revolve_cost(10, c) for c in (1, 2, 10)]
-(15, [45, 22, 9])
+(15, [45, 20, 9])
 """
 
 from __future__ import annotations
