@@ -118,11 +118,14 @@ def revolve_forward(sweep: Sweep, binding: Binding, marker: Call):
     t, nxt, depth = Var(f"{name}_t", I64), Var(f"{name}_next", I64), Var(f"{name}_depth", I64)
     idx = Var(f"{name}_snapshot_at", ListType(I64))
     vals = Var(f"{name}_snapshot", ListType(carry_t))
-    last = b.call(ops.subtract, [trips_known, _i64(1)], None, f"{name}_last")
+    last = b.call(ops.subtract, [trips_known, _i64(1)], None, f"{name}_last")  # -2: unknown
     b.begin_block()
     cond_block = b.end_block(_plain_cond(sweep, node, carry))
     b.begin_block()
-    take = b.call(ops.equal, [t, nxt], None, f"{name}_take")
+    # the last iteration's carry too (revolve holds it as the state it tapes first)
+    at_next = b.call(ops.equal, [t, nxt], None, f"{name}_at_next")
+    at_last = b.call(ops.equal, [t, last], None, f"{name}_at_last")
+    take = b.call(ops.logical_or, [at_next, at_last], None, f"{name}_take")
     idx1, vals1, depth1, nxt1 = _maybe_push(sweep, take, t, carry, idx, vals, depth, last,
                                             budget)
     nxt2 = b.call(ops.where, [take, nxt1, nxt], None, f"{name}_next")

@@ -11,6 +11,7 @@ tangent: every push, pop and empty stack is mirrored on it.
 from __future__ import annotations
 
 from ..errors import CompiledHigherOrderError
+from ..ir.infer import arg_type
 from ..ir.nodes import Binding, Call, Function, Tuple, TupleGetItem, Var
 from ..ir.types import FuncType, ListType, TupleType, has_float
 from ..ops.stack import (
@@ -100,7 +101,7 @@ def _stack_push(sweep, binding: Binding) -> None:
     ds = _stack_tangent(sweep, s)
     if ds is None:
         raise CompiledHigherOrderError(f"forward mode: the stack {s.name} has no tangent")
-    dx = sweep.adj.materialize(sweep.tangent(x), x.type)
+    dx = sweep.adj.materialize(sweep.tangent(x), arg_type(x))
     sweep.tangents[binding.var] = sweep.b.call(STACK_PUSH, [ds, dx], None,
                                                f"{new.name}_dot")
 
