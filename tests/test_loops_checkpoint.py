@@ -190,3 +190,34 @@ def test_reverse_program_prints_as_python():
         assert line in out, out
     assert cr.parse(out) == after
     assert ops.tanh is not None
+
+
+BUDGET3 = cr.Budget(snapshots=3)
+
+
+@cr.script
+def script_budgeted(x, w, n):
+    for _i in BUDGET3.range(n):
+        x = x - 0.1 * cnp.tanh(x @ w)
+    return cnp.sum(x * x)
+
+
+@cr.script
+def script_stored(x, w, n):
+    for _i in range(n):
+        x = x - 0.1 * cnp.tanh(x @ w)
+    return cnp.sum(x * x)
+
+
+def test_script_loop_under_a_budget():
+    """``for i in budget.range(n)`` in @script: a plain range in Python, checkpointed
+    under the budget when compiled."""
+    assert script_budgeted.python(X, W, 7) == pytest.approx(script_stored.python(X, W, 7))
+    text = str(cr.trace(lambda x: script_budgeted(x, W, 17), X))
+    assert "loop_checkpoint(0, 17, snapshots=3)" in text
+    for n in (0, 1, 17):
+        np.testing.assert_allclose(cr.grad(script_budgeted)(X, W, n),
+                                   cr.grad(script_stored)(X, W, n), rtol=1e-13, atol=1e-15)
+    h = cr.hessian(lambda x: script_stored(x, W, 9))(X)
+    np.testing.assert_allclose(cr.hessian(lambda x: script_budgeted(x, W, 9))(X), h,
+                               rtol=1e-11)

@@ -93,6 +93,11 @@ class Budget:
 
     __slots__ = ("snapshots", "bytes")
 
+    def range(self, *args) -> range:
+        """``range(*args)``: in a ``@script`` function, ``for i in budget.range(n)`` is a
+        loop checkpointed under this budget (in Python, a plain range)."""
+        return range(*args)
+
     def __init__(self, snapshots: int | None = None, bytes: int | None = None):  # noqa: A002
         if (snapshots is None) == (bytes is None):
             raise InvalidValueError("Budget: give snapshots=k or bytes=n (one of them)")
@@ -134,3 +139,21 @@ def mark_loop(tr, first, trips, budget, carry_types):
         carry_bytes += int(np.prod(t.shape, dtype=np.int64)) * t.dtype.numpy.itemsize
     k = budget.snapshots_for(carry_bytes)
     return tr.apply(LOOP_CHECKPOINT, [first, trips], {"snapshots": k})
+
+
+def mark_range(tr, first, start, stop, step: int, budget, leaves):
+    """``mark_loop`` for ``for i in budget.range(start, stop, step)`` of ``@script``: the
+    trip count is known before the loop runs when the bounds are numbers, or traced
+    values with step 1 (else -1: scheduled online)."""
+    from ..ops import maximum
+    from .control import default_type
+
+    if not isinstance(start, Traced) and not isinstance(stop, Traced):
+        trips = np.int64(len(range(int(start), int(stop), step)))
+    elif step == 1:
+        lo = start.astype(np.int64) if isinstance(start, Traced) else np.int64(start)
+        hi = stop.astype(np.int64) if isinstance(stop, Traced) else np.int64(stop)
+        trips = maximum(hi - lo, np.int64(0))
+    else:
+        trips = np.int64(-1)
+    return mark_loop(tr, first, trips, budget, [default_type(v) for v in leaves])
