@@ -271,3 +271,29 @@ def test_grad_of_grad_of_a_long_loop_is_compiled(compiled):
     x, v = rng.standard_normal(4), rng.standard_normal(4)
     gg = cr.grad(lambda x: cr.grad(f)(x) @ v)(x)
     np.testing.assert_allclose(gg, cr.hvp(f, (x,), (v,)), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["fori_loop", "while_loop", "scan", "cond_in_loop",
+                                  "nested_loops"])
+def test_every_stage_prints_as_python_and_reads_back(name):
+    """Before/After at every stage: the traced loop, its reverse mode, the reverse mode of
+    that, forward over reverse and its linearization all print as Python that parses
+    back to the same program, and verify."""
+    from chainrule.frontend.tracer import trace_function
+    from chainrule.transform.gradient import gradient
+    from chainrule.transform.jvp import jvp
+    from chainrule.transform.linearize import linearize
+
+    looped, _ = PROGRAMS[name]
+    stages = {"traced": trace_function(looped, (X,)).module}
+    stages["reverse"] = cr.optimize(gradient(stages["traced"]))
+    once = trace_function(lambda x: cr.grad(looped)(x) @ V, (X,)).module
+    stages["reverse of reverse"] = cr.optimize(gradient(once))
+    stages["forward over reverse"] = cr.optimize(jvp(once))
+    stages["linearized reverse"] = cr.optimize(linearize(once, "main"))
+    for stage, module in stages.items():
+        cr.verify(module)
+        text = str(module)
+        assert cr.parse(text) == module, (stage, text)
+        assert "while True:" in text or name == "cond", stage
+        assert "    def " not in text, (stage, text)  # no closures at any stage
