@@ -48,7 +48,7 @@ class Adjoints:
 
     def unwrap(self, value):
         if isinstance(value, Traced):
-            return value.var
+            return value.variable
         return self.trace.atom(value)
 
     # -- messages ----------------------------------------------------------------------
