@@ -262,7 +262,7 @@ def f_adjoint(x0: f64, w: f64) -> tuple[f64, tuple[f64, f64]]:
     lv16 = r_dinit[1]
     w_adjoint_1 = r_reverse[4]
     return (out, (x0_adjoint, w_adjoint_1))
-"""
+"""  # noqa: E501 (generated text, as printed)
 
 
 @pytest.mark.parametrize("before,after", [(IF_TEXT, IF_ADJOINT), (WHILE_TEXT, WHILE_ADJOINT)],
