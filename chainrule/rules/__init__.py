@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (fill the tables)
     shape,
     sorting,
     special,
+    stack,
 )
 from .batching import BATCH, batching_rule
 from .registry import (
