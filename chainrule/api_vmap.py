@@ -142,7 +142,24 @@ def _lane(x, axis):
 
 # -- the transform ------------------------------------------------------------------------
 def vmap(f, in_axes=0, out_axes=0, axis_size: int | None = None):
-    """``f`` mapped over the lanes of its arguments: see the module docstring."""
+    """``f`` (a function of one example) mapped over a batch of them, as JAX's ``vmap``.
+
+    ``in_axes``: the axis of each positional argument that holds the lanes (an int,
+    None for an argument every lane shares, or a tuple with one entry per argument,
+    each an int, None or a container like the argument: a pytree prefix). Negative
+    axes count from the end. ``out_axes``: where the results' batch axes go (None: a
+    result no lane changes). ``axis_size``: the number of lanes when no argument is
+    mapped. It is a compiled IR pass (``chainrule.transform.vmap``), so it composes
+    with ``grad``, ``jvp``, ``vjp``, ``jit``, control flow and itself; see
+    docs/vmap.md for the rules and where lanes run one by one.
+
+    >>> import numpy as np, chainrule as cr, chainrule.numpy as cnp
+    >>> cr.vmap(lambda w, x: x @ w, in_axes=(None, 0))(np.ones(2), np.eye(2) * 3)
+    array([3., 3.])
+    >>> loss = lambda w, x: cnp.sum(cnp.sin(w * x))
+    >>> cr.vmap(cr.grad(loss), in_axes=(None, 0))(np.zeros(2), np.array([[1.0, 2.0]]))
+    array([[1., 2.]])
+    """
     from .transform.optimize import optimize
     from .transform.vmap import vmap as vmap_pass
 

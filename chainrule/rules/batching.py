@@ -358,6 +358,22 @@ def stack_pop_batch(ctx, args, batched, **attrs):
     return (top, rest), (ctx.full_bd(top), True)
 
 
+@batching_rule(ops.stack.STACK_POP_OR_ZERO)
+def stack_pop_or_zero_batch(ctx, args, batched, elem):
+    """The top (batched; zeros of the batched type when the stack is the empty zero)
+    and the rest."""
+    (s,) = args
+    top, rest = ctx.emit(ops.stack.STACK_POP_OR_ZERO, s, elem=ctx.batched_type(elem))
+    return (top, rest), (ctx.full_bd(top), True)
+
+
+@batching_rule(ops.stack.STACK_ADD)
+def stack_add_batch(ctx, args, batched):
+    """Element by element: the elements are batched arrays, added lane by lane."""
+    a, b = args
+    return ops.stack.STACK_ADD(a, b), True
+
+
 @batching_rule(ops.stack.STACK_NONEMPTY)
 def stack_nonempty_batch(ctx, args, batched, **attrs):
     """Every lane pushed as many times: one answer for all."""

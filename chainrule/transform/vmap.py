@@ -212,7 +212,7 @@ class Batcher:
         if isinstance(value, tuple):
             return Tuple([self.unwrap(v) for v in value])
         if isinstance(value, Traced):
-            return value.var
+            return value.variable
         return self.trace.atom(value)  # an array a rule computed: a constant
 
     def copy(self, binding: Binding) -> None:
