@@ -17,6 +17,7 @@ from .api_forward import (
     linear_transpose,
     linearize,
 )
+from .api_vmap import vmap
 from .backend.interpret import run
 from .custom import custom_jvp, custom_vjp
 from .errors import ChainruleError, ParseError, VerifyError
@@ -32,5 +33,5 @@ __all__ = [
     "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "jvp_via_vjp", "linear_transpose",
     "linearize",
     "optimize", "parse", "register_jvp", "register_vjp", "run", "scan", "script",
-    "random", "structural_equal", "trace", "value_and_grad", "verify", "vjp", "while_loop",
+    "random", "structural_equal", "trace", "value_and_grad", "verify", "vjp", "vmap", "while_loop",
 ]
