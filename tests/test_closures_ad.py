@@ -67,10 +67,10 @@ def main_adjoint(x: f64[3], w: f64[3]) -> tuple[f64, tuple[f64[3], f64[3]]]:
     y = multiply(x, w)
     y_1 = power(y, 3.0)
     s = sum(y_1)
-    lv1 = multiply(y, y)
-    lv2 = multiply(3.0, lv1)
-    v_adjoint = multiply(lv2, w)
-    w_adjoint = multiply(lv2, x)
+    lv9 = multiply(y, y)
+    lv10 = multiply(3.0, lv9)
+    v_adjoint = multiply(lv10, w)
+    w_adjoint = multiply(lv10, x)
     return (s, (v_adjoint, w_adjoint))
 """
 

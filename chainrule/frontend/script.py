@@ -282,7 +282,7 @@ class ScriptFunction:
 
     def inline(self, args):
         """Compile the body into the trace of the (traced) arguments."""
-        tr = max((x.trace for x in flatten(list(args))[0] if isinstance(x, Traced)),
+        tr = max((x.tracer for x in flatten(list(args))[0] if isinstance(x, Traced)),
                  key=lambda t: t.level)
         env = {}
         # a symbol of the annotations (x: "f64[n, 3]") stands for what the traced

@@ -27,11 +27,11 @@ from ..ir.nodes import (
     Var,
 )
 from ..ir.op import Op
-from ..ir.types import FuncType, ListType, TensorType, TupleType, Type, has_float
+from ..ir.types import FuncType, TensorType, TupleType, Type, has_float
 from ..ir.visitor import Mutator, atoms_of, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_OPS
 from ..rules import VJP, NoDerivative, has_vjp
-from .adjoint import Adjoints, prune
+from .adjoint import Adjoints, has_function, prune
 
 # -- relevance ---------------------------------------------------------------------------
 
@@ -86,14 +86,22 @@ def missing_rules(bindings, relevant) -> list[str]:
 
 
 def _refuse_stacks(bindings, relevant, mode: str) -> None:
-    """Stacks of pullbacks in the differentiated part: a derivative program of a loop,
-    which this pass does not differentiate again (yet). (Closures and calls of function
-    values are differentiated: gradient_closures.py.)"""
+    """Function values inside tuples or stacks in the differentiated part (the
+    (result, pullback) pairs and stacks of pullbacks of a derivative of control flow),
+    which this pass does not differentiate again (yet). A function value by itself is
+    differentiated (gradient_closures.py); so are stacks of arrays."""
     for b in bindings:
         v = b.value
         if (relevant is not None and b.var not in relevant) or isinstance(v, Function):
             continue
-        if not isinstance(b.var.type, FuncType) and _holds_function(b.var.type):
+        if isinstance(v, Call) and v.callee in STACK_OPS:
+            if _holds_function(b.var.type, v.args):
+                raise CompiledHigherOrderError(
+                    f"{mode} mode of a program that holds a stack of pullbacks "
+                    f"({b.var.name} = {v.callee.name}(...)): this is a derivative of a loop, "
+                    f"and differentiating it again is not compiled yet; grad/value_and_grad/"
+                    f"vjp run such higher-order derivatives on the tape instead")
+        elif not isinstance(b.var.type, FuncType) and has_function(b.var.type):
             raise CompiledHigherOrderError(
                 f"{mode} mode through {b.var.name}: {b.var.type!r} holds a function "
                 f"value inside a tuple or a stack (as the (result, pullback) pairs of a "
@@ -101,18 +109,12 @@ def _refuse_stacks(bindings, relevant, mode: str) -> None:
                 f"returned by itself is differentiated, one inside a tuple or stack is not "
                 f"compiled yet; grad/value_and_grad/vjp run such higher-order derivatives "
                 f"on the tape instead")
-        if isinstance(v, Call) and v.callee in STACK_OPS:
-            raise CompiledHigherOrderError(
-                f"{mode} mode of a program that holds a stack of pullbacks ({b.var.name} = "
-                f"{v.callee.name}(...)): this is a derivative of a loop, and differentiating "
-                f"it again is not compiled yet; grad/value_and_grad/vjp run such "
-                f"higher-order derivatives on the tape instead")
 
 
-def _holds_function(t) -> bool:
-    if isinstance(t, TupleType):
-        return any(_holds_function(f) for f in t.fields)
-    return isinstance(t, (FuncType, ListType))
+def _holds_function(result_type, args) -> bool:
+    """A stack op on a stack of functions (stacks of arrays differentiate again)."""
+    return has_function(result_type) or any(
+        has_function(arg_type_of(a)) for a in args)
 
 
 def float_params(fn: Function, wrt=None) -> list[Var]:
