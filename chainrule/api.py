@@ -136,8 +136,11 @@ class _Compiled:
             return False
         for p, x in zip(params, leaves):
             t = p.type
-            if not (isinstance(t, TensorType) and t.is_static and x.dtype == t.dtype.numpy
-                    and x.shape == tuple(t.shape)):
+            # a symbolic dimension matches any size: the call that just ran with these
+            # exact shapes checked that each symbol has one size (polymorphic_shapes)
+            if not (isinstance(t, TensorType) and x.dtype == t.dtype.numpy
+                    and len(x.shape) == len(t.shape) and all(
+                        d == s or type(d) is str for d, s in zip(t.shape, x.shape))):
                 return False
         self._fast = fast
         return True
@@ -183,6 +186,15 @@ class _Transform:
         functools.update_wrapper(self, f, updated=())
         self.__name__ = f"{name}({getattr(f, '__name__', 'f')})"
         self.kind = name
+        self.poly = None  # polymorphic_shapes specifications (frontend.polymorphic)
+
+    def leaf_types(self, call: BoundCall):
+        """The symbolic types of the leaves of ``call`` (None without polymorphic_shapes)."""
+        if self.poly is None:
+            return None
+        from .frontend.polymorphic import leaf_types
+
+        return leaf_types(self.poly, call.args[:call.n_pos])
 
     def bind(self, args, kwargs) -> BoundCall:
         diff = () if self.diff is None else check_argnums(self.diff, len(args), self.kind)
@@ -192,7 +204,13 @@ class _Transform:
         if not isinstance(call, BoundCall):  # a tuple of arguments (jit(f).module(x) etc.)
             call = self.bind(tuple(call), {})
         leaves, in_tree = call.flat()
-        sig = (in_tree, tuple(leaf_signature(x) for x in leaves))
+        types = self.leaf_types(call)
+        if types is None:
+            sig = (in_tree, tuple(leaf_signature(x) for x in leaves))
+        else:  # a symbolic leaf is keyed by its type: one program for every size
+            types = types + [None] * (len(leaves) - len(types))
+            sig = (in_tree, tuple(leaf_signature(x) if t is None or isinstance(x, Traced)
+                                  else t for x, t in zip(leaves, types)))
         key = (call.key, sig)
         entry = self.cache.get(key)
         traced = any(isinstance(x, Traced) for x in leaves)
@@ -269,12 +287,12 @@ class _Transform:
 # -- grad / value_and_grad -----------------------------------------------------------
 
 
-def _build_grad(f, argnums, has_aux, call, leaves, holomorphic=False):
+def _build_grad(f, argnums, has_aux, call, leaves, holomorphic=False, leaf_types=None):
     from .transform.gradient import gradient
 
     args = call.args
     nums = _argnums_tuple(argnums, call.n_pos)
-    tf = trace_function(call.fn, args, capture=True)
+    tf = trace_function(call.fn, args, capture=True, leaf_types=leaf_types)
     fn = tf.module["main"]
     ranges = _leaf_ranges(args)
     wanted = []
@@ -349,7 +367,7 @@ def _grads_tree(entry, grads, args):
 
 
 def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
-                   static_argnums=None, static_argnames=None):
+                   static_argnums=None, static_argnames=None, polymorphic_shapes=None):
     """``f -> (lambda *args: (f(*args), gradient))`` with JAX's conventions:
     with ``has_aux`` the value is ``(value, aux)``; with a tuple ``argnums``
     the gradient is a tuple, one per argument. For a real-valued f of complex z
@@ -362,6 +380,11 @@ def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = Fals
     ``static_argnums`` / ``static_argnames`` name (hashable, immutable values);
     keyword arguments are never differentiated.
 
+    ``polymorphic_shapes`` (JAX's, one string per positional argument such as
+    ``"(b, 3)"``) compiles one program for every size of the named dimensions
+    (see ``docs/symbolic_shapes.md``); an ``@script`` function annotated
+    ``"f64[n, 3]"`` gets it from its annotations.
+
     >>> import numpy as np, chainrule.numpy as cnp
     >>> loss = lambda w, i, scale=1.0: cnp.sum(w[i % 2:] ** 2) * scale
     >>> value, g = value_and_grad(loss)(np.array([1.0, 2.0]), 3, scale=2.0)
@@ -373,7 +396,8 @@ def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = Fals
     statics = StaticArgs(f, static_argnums, static_argnames, "value_and_grad")
 
     def build(call, leaves):
-        entry = _build_grad(f, argnums, has_aux, call, leaves, holomorphic)
+        entry = _build_grad(f, argnums, has_aux, call, leaves, holomorphic,
+                            transform.leaf_types(call))
 
         def finish(result, args):
             value, grads = own(result, args)
@@ -404,16 +428,30 @@ def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = Fals
         g = gtrees[0] if isinstance(argnums, (int, np.integer)) else tuple(gtrees)
         return ((value, aux) if has_aux else value), g
 
-    return _Transform(f, build, "value_and_grad", on_tape, statics=statics, diff=argnums)
+    transform = _Transform(f, build, "value_and_grad", on_tape, statics=statics, diff=argnums)
+    transform.poly = _polymorphic(f, polymorphic_shapes, "value_and_grad")
+    return transform
+
+
+def _polymorphic(f, polymorphic_shapes, name: str):
+    """The parsed ``polymorphic_shapes`` of a transform of ``f`` (an ``@script``
+    function's symbolic annotations by default)."""
+    from .frontend.polymorphic import annotation_specs, parse_specs
+
+    if polymorphic_shapes is None:
+        return annotation_specs(f)
+    return parse_specs(polymorphic_shapes, name)
 
 
 def grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
-         static_argnums=None, static_argnames=None):
+         static_argnums=None, static_argnames=None, polymorphic_shapes=None):
     """``f -> gradient of f`` w.r.t. argument ``argnums`` (JAX's conventions; with
-    ``has_aux`` returns ``(gradient, aux)``; static arguments as ``value_and_grad``)."""
+    ``has_aux`` returns ``(gradient, aux)``; static arguments and ``polymorphic_shapes``
+    as ``value_and_grad``)."""
     check_callable(f, "grad")
     check_argnums_form(argnums, "grad")
-    vg = value_and_grad(f, argnums, has_aux, holomorphic, static_argnums, static_argnames)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic, static_argnums, static_argnames,
+                        polymorphic_shapes)
 
     def g(*args, **kwargs):
         value, grads = vg(*args, **kwargs)
@@ -429,18 +467,34 @@ def grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
 # -- jit --------------------------------------------------------------------------------
 
 
-def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None):
+def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None,
+        polymorphic_shapes=None):
     """Trace ``f`` once per input signature, optimize, and run the generated code
     (``backend="interpret"`` runs the reference interpreter instead). Python ints,
     bools and strings, and the arguments ``static_argnums`` / ``static_argnames``
-    name, are static: baked into the program, which is traced again for a new value."""
+    name, are static: baked into the program, which is traced again for a new value.
+
+    ``polymorphic_shapes`` (JAX's: one specification per positional argument, e.g.
+    ``("(b, 3)", None)``) makes the named dimensions symbols: one program serves
+    every size of them (see ``docs/symbolic_shapes.md``).
+
+    >>> import numpy as np, chainrule.numpy as cnp
+    >>> f = jit(lambda x: cnp.mean(x, axis=0), polymorphic_shapes=["(b, 3)"])
+    >>> f(np.ones((2, 3))), f(np.ones((7, 3)))[0]
+    (array([1., 1., 1.]), np.float64(1.0))
+    >>> print(f.module(np.ones((5, 3))))
+    def main(x: f64[b, 3]) -> f64[3]:
+        lv0 = mean(x, axis=(0,))
+        return lv0
+    <BLANKLINE>
+    """
     check_callable(f, "jit")
     if backend not in ("codegen", "interpret"):
         raise ArgumentError(f"jit: unknown backend {backend!r}; use 'codegen' or 'interpret'")
     statics = StaticArgs(f, static_argnums, static_argnames, "jit")
 
     def build(call, leaves):
-        tf = trace_function(call.fn, call.args, capture=True)
+        tf = trace_function(call.fn, call.args, capture=True, leaf_types=t.leaf_types(call))
         module = optimize(tf.module)
         entry = _Compiled(module, "main", tf, None)
         if backend == "interpret":
@@ -462,6 +516,7 @@ def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None):
         return call.fn(*call.args)
 
     t = _Transform(f, build, "jit", uncompiled, fallback_for=RandomDraws, statics=statics)
+    t.poly = _polymorphic(f, polymorphic_shapes, "jit")
     t.module = lambda *args, **kwargs: t.specialize(t.bind(args, kwargs))[0].module
     t.source = lambda *args, **kwargs: _source_of(t.specialize(t.bind(args, kwargs))[0])
     return t

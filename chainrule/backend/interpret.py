@@ -32,9 +32,12 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.op import Op, apply
+from ..ir.symbols import bind_symbols, has_symbolic_attrs, resolve_attrs, type_symbols
 from ..ir.visitor import free_vars
 from ..tree import flatten, unflatten
 from .execution import Liveness, coerce_args, run_kernel
+
+SIZES = "#sizes"  # the env key of the symbol sizes of a call (variables are never strings)
 
 
 class Closure:
@@ -75,7 +78,19 @@ class Interpreter:
             raise InterpretError(f"function takes {len(fn.params)} arguments, got {len(args)}")
         for p, a in zip(fn.params, args):
             env[p] = a
+        if self._has_symbols(fn):  # bind f64[n]'s n once per call (SIZES: name -> size)
+            sizes = dict(env.get(SIZES, ()))
+            bind_symbols(fn.params, args, sizes, "call")
+            env[SIZES] = sizes
         return self.block(fn.body, env)
+
+    def _has_symbols(self, fn: Function) -> bool:
+        key = ("sym", id(fn))
+        known = self._free.get(key)
+        if known is None or known[0] is not fn:
+            found = any(type_symbols(p.type) for p in fn.params)
+            known = self._free[key] = (fn, found)
+        return known[1]
 
     def call_global(self, name: str, args):
         return self.call_function(self.module[name], args, {})
@@ -88,10 +103,13 @@ class Interpreter:
                 callee = v.callee
                 args = [value_of(a, env) for a in v.args]
                 if isinstance(callee, Op):
+                    attrs = v.attrs
+                    if attrs and has_symbolic_attrs(attrs):
+                        attrs = resolve_attrs(attrs, env.get(SIZES, {}))
                     if self.dispatch and not callee.internal:  # stacks hold values as they are
-                        env[b.var] = run_kernel(apply, callee, args, v.attrs, b.var, callee)
+                        env[b.var] = run_kernel(apply, callee, args, attrs, b.var, callee)
                     else:
-                        env[b.var] = run_kernel(callee.kernel, callee, args, v.attrs, b.var)
+                        env[b.var] = run_kernel(callee.kernel, callee, args, attrs, b.var)
                 elif isinstance(callee, GlobalVar):
                     env[b.var] = self.call_global(callee.name, args)
                 else:
@@ -107,7 +125,10 @@ class Interpreter:
                 key = id(v)
                 if key not in self._free:
                     self._free[key] = (v, free_vars(v))
-                env[b.var] = Closure(v, {fv: env[fv] for fv in self._free[key][1]}, self)
+                captured = {fv: env[fv] for fv in self._free[key][1]}
+                if SIZES in env:  # a closure sees the symbols of where it is made
+                    captured[SIZES] = env[SIZES]
+                env[b.var] = Closure(v, captured, self)
             else:
                 env[b.var] = value_of(v, env)
         return value_of(block.result, env)

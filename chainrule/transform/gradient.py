@@ -34,6 +34,7 @@ from ..ir.nodes import Function, If, Module, Tuple, Var, While
 from ..ir.types import TensorType, TupleType, has_float
 from . import gradient_control as control
 from .base import OptionsPass, register_pass
+from .gradient_closures import function_backward
 from .gradient_sweep import (
     STRAIGHT_LINE_BACKWARD,
     Context,
@@ -44,7 +45,8 @@ from .gradient_sweep import (
 )
 
 # what the reverse sweep does for each kind of binding value
-BACKWARD = {**STRAIGHT_LINE_BACKWARD, If: control.if_backward, While: control.while_backward}
+BACKWARD = {**STRAIGHT_LINE_BACKWARD, If: control.if_backward, While: control.while_backward,
+            Function: function_backward}
 # how relevant control flow is rewritten on the forward sweep
 FORWARD_REWRITES = {If: control.if_forward, While: control.while_forward}
 

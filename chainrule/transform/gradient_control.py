@@ -56,7 +56,7 @@ def _backward_block(sweep: Sweep, sub: Sweep, ct: Var, inputs) -> Block:
     b.begin_block()
     sub.seed(ct)
     found = sub.backward()
-    outs = [sub.adj.materialize(found.get(u), u.type) for u in inputs]
+    outs = [sub.adj.materialize(found.get(u), sweep.adjoint_type(u)) for u in inputs]
     return b.end_block(Tuple(outs))
 
 
@@ -85,9 +85,9 @@ def _pullback(sweep: Sweep, sub: Sweep, ct_name: str, ct_type, inputs) -> Var:
     ct = Var(ct_name, ct_type)
     sub.seed(ct)
     found = sub.backward()
-    outs = [sub.adj.materialize(found.get(u), u.type) for u in inputs]
+    outs = [sub.adj.materialize(found.get(u), sweep.adjoint_type(u)) for u in inputs]
     body = b.end_block(Tuple(outs))
-    return b.emit(Function([ct], body, TupleType([u.type for u in inputs])),
+    return b.emit(Function([ct], body, TupleType([sweep.adjoint_type(u) for u in inputs])),
                   f"{ct_name}_pullback")
 
 
