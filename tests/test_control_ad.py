@@ -494,7 +494,7 @@ def test_fori_loop_checkpoint_every_k():
 
     peaks, grads = [], []
     for k in (None, 10):
-        g = cr.grad(lambda W, k=k: loss(W, k))
+        g = cr.grad(lambda W, k=k: loss(W, k), eager_compile=True)  # compiled code's memory
         g(W0)
         tracemalloc.start()
         grads.append(g(W0))
