@@ -43,9 +43,20 @@ ARGS = (np.ones((4, 3)) / 4, np.zeros(3), np.ones((5, 4)))
 
 
 def loop_gradient():
-    """A gradient program with a while loop, closures and stacks."""
+    """A gradient program with while loops and stacks."""
     f = lambda x: cnp.sum(cr.fori_loop(0, 3, lambda i, c: c * cnp.sin(c), x))
     return trace_grad_module(f, np.ones(3))
+
+
+CLOSURE = """
+def main(x: f64[3]) -> f64[3]:
+    s = sin(x)
+    def scale(y: f64[3]) -> f64[3]:
+        z = multiply(y, s)
+        return z
+    r = scale(x)
+    return r
+"""
 
 
 def first(bindings, kind):
@@ -75,19 +86,21 @@ def test_printing_a_module_function_prints_its_text():
 def test_every_kind_of_node_prints_as_text():
     fn = loop_gradient()["main_adjoint"]
     loop = first(fn.body.bindings, While)
-    closure = first(loop.value.body.bindings, Function)
     push = next(b for b in loop.value.body.bindings if "stack_push" in str(b.value))
-    assert str(loop.value).splitlines()[:2] == ["i, val0, lv4_stack = 0, x, lv4_tape",
-                                                "while True:"]
-    assert str(loop.value).splitlines()[-1] == "result = (i, val0, lv4_stack)"
-    # a closure reads lv1 and val0 from the loop body: they print by their names
-    assert str(closure.value).splitlines()[0] == (
-        "def fn(lv4_ct: tuple[i64, f64[3]]) -> tuple[f64[3]]:")
-    assert "    lv6 = multiply(lv2_adjoint, lv1)" in str(closure.value).splitlines()
-    # a binding's operands bound outside it keep the names they have in the function
-    assert str(push) == "lv4_stack_1 = stack_push(lv4_stack, lv4_ct_pullback)"
-    assert str(push.value) == "stack_push(lv4_stack, lv4_ct_pullback)"
+    assert str(loop.value).splitlines()[:2] == [
+        "i, val0, lv4_count, lv1_stack_1, val0_stack = 0, x, 0, lv1_stack, lv1_stack",
+        "while True:"]
+    assert str(loop.value).splitlines()[-1] == (
+        "result = (i, val0, lv4_count, lv1_stack_1, val0_stack)")
+    # printed alone, a binding names its variables in its own scope (the function's text
+    # has lv1_stack_2 = stack_push(lv1_stack_1, lv1): lv1_stack_1 is a carry there)
+    assert str(push) == "lv1_stack_1 = stack_push(lv1_stack, lv1)"
+    assert str(push.value) == "stack_push(lv1_stack, lv1)"
     assert str(loop.value.cond) == "lv0 = less(i, 3)\nreturn lv0"
+    # a closure reads s from its enclosing function: it prints by its name
+    closure = first(cr.parse(CLOSURE)["main"].body.bindings, Function)
+    assert str(closure.value).splitlines() == [
+        "def fn(y: f64[3]) -> f64[3]:", "    z = multiply(y, s)", "    return z"]
     x = fn.params[0]
     assert str(x) == "x" and repr(x) == "%x: f64[3]"
     assert str(Constant(np.float32(2.5))) == "f32(2.5)"
@@ -214,9 +227,11 @@ def test_function_to_dot_has_a_node_per_value_and_edges_along_the_data():
 
 @pytest.mark.skipif(not GRAPHVIZ, reason="needs the graphviz package and Graphviz's dot")
 def test_loops_and_closures_render():
-    fn = loop_gradient()["main_adjoint"]
-    dot = display.function_to_dot(fn)
-    assert "while (3 carried)" in dot and "shape=box3d" in dot
+    dot = display.function_to_dot(loop_gradient()["main_adjoint"])
+    assert "while (5 carried)" in dot
+    assert display.render_dot(dot).rstrip().endswith(b"</svg>")
+    dot = display.function_to_dot(cr.parse(CLOSURE)["main"])
+    assert "shape=box3d" in dot
     assert display.render_dot(dot).rstrip().endswith(b"</svg>")
 
 
