@@ -417,3 +417,15 @@ def main_fused1(y: f64[3]) -> tuple[f64[3], f64[3], f64]:
     want = run(module, x)
     np.testing.assert_array_equal(run(fuse(module), x), want)
     np.testing.assert_array_equal(compile_module(fuse(module))(x), want)
+
+
+def test_vmap_through_fused_programs():
+    from chainrule.transform.vmap import vmap
+
+    module = cr.parse(SMOOTH)
+    batched = vmap(fuse(module), in_axes=(None, 0), axis_size=4)
+    verify(batched)
+    x = np.random.default_rng(0).uniform(size=(2, 3))
+    y = np.random.default_rng(1).uniform(size=(4, 3))
+    want = [run(module, x, y[k]) for k in range(4)]
+    np.testing.assert_allclose(run(batched, x, y, func="main_vmap"), want, rtol=1e-14)
