@@ -49,6 +49,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import numpy as cnp
+from ._autograd_misc import adam, check_grads, rmsprop, sgd
 from .api import grad as _grad
 from .api import jit as _jit
 from .api import value_and_grad as _value_and_grad
@@ -70,14 +71,45 @@ from .tree import unflatten as _tree_unflatten
 # -- differential operators -----------------------------------------------------------
 
 
+def _one_element(fun):
+    """``fun`` returning ``(scalar, original output)``: autograd differentiates an output
+    with one element of any shape (``(1,)``, ``(1, 1)``), chainrule's grad a scalar."""
+
+    def scalar(*args, **kwargs):
+        out = fun(*args, **kwargs)
+        shape = tuple(getattr(out, "shape", ()))
+        if shape and all(n == 1 for n in shape):
+            return cnp.reshape(out, ()), out
+        return out, out
+
+    functools.update_wrapper(scalar, fun, updated=())
+    return scalar
+
+
 def grad(fun, argnum=0):
-    """The gradient of a real scalar-valued ``fun`` w.r.t. argument ``argnum``."""
-    return _grad(fun, argnums=argnum)
+    """The gradient of a real scalar-valued ``fun`` w.r.t. argument ``argnum`` (an
+    output with a single element, e.g. of shape ``(1,)``, counts as a scalar)."""
+    check_callable(fun, "grad")
+    g = _grad(_one_element(fun), argnums=argnum, has_aux=True)
+    return functools.wraps(fun)(lambda *args, **kwargs: g(*args, **kwargs)[0])
 
 
 def value_and_grad(fun, argnum=0):
     """``(fun(*args), grad(fun)(*args))`` from one compiled program."""
-    return _value_and_grad(fun, argnums=argnum)
+    check_callable(fun, "value_and_grad")
+    vg = _value_and_grad(_one_element(fun), argnums=argnum, has_aux=True)
+
+    def value_and_gradient(*args, **kwargs):
+        (_, value), gradient = vg(*args, **kwargs)
+        return value, gradient
+
+    return functools.wraps(fun)(value_and_gradient)
+
+
+def grad_and_aux(fun, argnum=0):
+    """``(gradient, aux)`` of a ``fun`` returning ``(scalar, aux)`` (``cr.grad`` with
+    ``has_aux=True``)."""
+    return _grad(fun, argnums=argnum, has_aux=True)
 
 
 def holomorphic_grad(fun, argnum=0):
@@ -529,8 +561,9 @@ def defjvp(fun, *jvpfuns, argnums=None) -> None:
 
 
 __all__ = [
-    "checkpoint", "defjvp", "defvjp", "deriv", "elementwise_grad", "flatten", "grad",
-    "grad_named", "hessian", "hessian_tensor_product", "hessian_vector_product",
-    "holomorphic_grad", "jacobian", "make_hvp", "make_jvp", "make_vjp", "multigrad_dict",
-    "primitive", "tensor_jacobian_product", "value_and_grad", "vector_jacobian_product",
+    "adam", "check_grads", "checkpoint", "defjvp", "defvjp", "deriv", "elementwise_grad",
+    "flatten", "grad", "grad_and_aux", "grad_named", "hessian", "hessian_tensor_product",
+    "hessian_vector_product", "holomorphic_grad", "jacobian", "make_hvp", "make_jvp",
+    "make_vjp", "multigrad_dict", "primitive", "rmsprop", "sgd", "tensor_jacobian_product",
+    "value_and_grad", "vector_jacobian_product",
 ]

@@ -29,7 +29,7 @@ def checkpoint(f):
         traced = [x for x in leaves if isinstance(x, Traced)]
         if not traced:
             return f(*args)
-        tr = max((x.trace for x in traced), key=lambda t: t.level)
+        tr = max((x.tracer for x in traced), key=lambda t: t.level)
         base = getattr(f, "__name__", "f")
         base = base if base.isidentifier() and base != "<lambda>" else "block"
         name, k = f"{base}_checkpoint", 0

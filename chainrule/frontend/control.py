@@ -285,8 +285,8 @@ def _active_trace(*trees) -> Trace | None:
     best = None
     for tree in trees:
         for leaf in flatten(tree)[0]:
-            if isinstance(leaf, Traced) and (best is None or leaf.trace.level > best.level):
-                best = leaf.trace
+            if isinstance(leaf, Traced) and (best is None or leaf.tracer.level > best.level):
+                best = leaf.tracer
     return best or current_trace()
 
 

@@ -281,7 +281,7 @@ class ScriptFunction:
 
     def inline(self, args):
         """Compile the body into the trace of the (traced) arguments."""
-        tr = max((x.trace for x in flatten(list(args))[0] if isinstance(x, Traced)),
+        tr = max((x.tracer for x in flatten(list(args))[0] if isinstance(x, Traced)),
                  key=lambda t: t.level)
         env = {}
         for name, a, ann in zip(self.param_names, args, self.param_annotations()):

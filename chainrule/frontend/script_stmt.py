@@ -306,11 +306,11 @@ class StmtCompiler(ExprCompiler):
 
     def bind(self, target, value) -> None:
         if isinstance(target, ast.Name):
-            if (isinstance(value, Traced) and value.trace is self.tr
-                    and _TEMP.match(value.var.name)):
+            if (isinstance(value, Traced) and value.tracer is self.tr
+                    and _TEMP.match(value.variable.name)):
                 # a readable name for the printed IR: the value just computed takes the name
                 # it is assigned to (the wrapper follows; the IR variable is a new one)
-                value.var = self.tr.builder.rename_last(value.var, target.id)
+                value.variable = self.tr.builder.rename_last(value.variable, target.id)
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):

@@ -54,8 +54,8 @@ def _atom_of(trace: Trace, x):
 def _outer_trace(leaves) -> Trace | None:
     best = None
     for x in leaves:
-        if isinstance(x, Traced) and (best is None or x.trace.level > best.level):
-            best = x.trace
+        if isinstance(x, Traced) and (best is None or x.tracer.level > best.level):
+            best = x.tracer
     return best
 
 

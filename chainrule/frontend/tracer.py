@@ -21,7 +21,7 @@ from .randomness import Stand_ins
 
 def abstract_type(x) -> Type:
     if isinstance(x, Traced):
-        return x.var.type
+        return x.variable.type
     if type(x) in PYTHON_SCALARS:
         return TensorType((), DType(np.result_type(x)))
     value = getattr(x, "_cr_value", None)

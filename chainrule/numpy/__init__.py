@@ -19,19 +19,32 @@ Op(sum)
 from __future__ import annotations
 
 from .. import ops as _ops  # noqa: F401  (registers every op)
-from . import _complex, _core, _linalg, _math, _rearrange, _reductions, _select, _shapes, _sorting
+from . import (
+    _complex,
+    _core,
+    _linalg,
+    _math,
+    _rearrange,
+    _reduce_api,
+    _reductions,
+    _select,
+    _shapes,
+    _sorting,
+)
 from ._assemble import assemble as _assemble
 from ._complex import *  # noqa: F403
 from ._core import *  # noqa: F403
 from ._linalg import *  # noqa: F403
 from ._math import *  # noqa: F403
 from ._rearrange import *  # noqa: F403
+from ._reduce_api import *  # noqa: F403
 from ._reductions import *  # noqa: F403
 from ._select import *  # noqa: F403
 from ._shapes import *  # noqa: F403
 from ._sorting import *  # noqa: F403
 
-_MODULES = (_complex, _core, _linalg, _math, _rearrange, _reductions, _select, _shapes, _sorting)
+_MODULES = (_complex, _core, _linalg, _math, _rearrange, _reduce_api, _reductions, _select,
+            _shapes, _sorting)
 __all__ = _assemble(globals(), "", [n for m in _MODULES for n in m.__all__])
 
 from . import fft, linalg  # noqa: E402, F401  (submodules, assembled the same way)

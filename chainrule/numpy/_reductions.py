@@ -35,7 +35,7 @@ from ..ir.op import is_dispatched as _is_dispatched
 from ..ops.reduction import all as _all
 from ..ops.reduction import correlate_valid as _correlate_valid
 from ..ops.reduction import window as _window
-from ._core import _exposes
+from ._core import _exposes, _kinked_root
 from ._sorting import partition, sort, take
 
 __all__ = ["allclose", "average", "convolve", "correlate", "count_nonzero", "diff", "gradient",
@@ -138,8 +138,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    """``np.std``: sqrt(var) (its derivative is infinite where var is 0, as JAX's)."""
-    return _ops.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+    """``np.std``: sqrt(var); where var is 0 (a constant slice) its derivative is 0, the
+    subgradient at the kink, as for |x| (JAX: nan)."""
+    return _kinked_root(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                          correction=correction))
 
 

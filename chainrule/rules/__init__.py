@@ -14,6 +14,7 @@ from . import (  # noqa: F401  (fill the tables)
     shape,
     sorting,
     special,
+    stack,
 )
 from .registry import (
     JVP,

@@ -23,6 +23,8 @@ in the simplex).
 from __future__ import annotations
 
 import math as _math
+import sys as _sys
+import types as _types
 
 import numpy as _np
 
@@ -110,11 +112,12 @@ class _T(_Distribution):
 
     def logpdf(self, x, df, loc=0, scale=1):
         """gammaln((df+1)/2) - gammaln(df/2) - log(df pi)/2 - (df+1)/2 log1p(y^2/df)
-        - log(scale), y = (x - loc) / scale"""
+        - log(scale), y = (x - loc) / scale, with the first three terms as
+        -betaln(df/2, 1/2) - log(df)/2 (the same; the gammaln difference cancels for large
+        df: 1e-6 off at df = 1e10, every digit lost by 1e16)"""
         y = _standardize(x, loc, scale)
         half = _ops.multiply(_ops.add(df, 1), 0.5)
-        out = (_ops.gammaln(half) - _ops.gammaln(_ops.multiply(df, 0.5))
-               - 0.5 * _ops.log(_ops.multiply(df, _math.pi))
+        out = (-_ops.betaln(_ops.multiply(df, 0.5), 0.5) - 0.5 * _ops.log(df)
                - half * _ops.log1p(y * y / df))
         return _minus(out, _log_scale(scale))
 
@@ -238,6 +241,17 @@ class _Dirichlet(_Distribution):
     def pdf(self, x, alpha):
         return _ops.exp(self.logpdf(x, alpha))
 
+    def rvs(self, alpha, size=1, random_state=None):
+        """Draws (SciPy's ``dirichlet.rvs``, as autograd re-exports it): samples of
+        concrete ``alpha``, shape ``(size, K)``; not differentiable."""
+        if _is_dispatched(alpha):
+            raise _ChainruleError("dirichlet.rvs: alpha must be a concrete array (draws are "
+                                  "not differentiated); sample outside the differentiated "
+                                  "function or use chainrule.random")
+        import scipy.stats as _scipy_stats
+
+        return _scipy_stats.dirichlet.rvs(alpha, size=size, random_state=random_state)
+
 
 def _squeeze(out):
     """SciPy's ``_squeeze_output``: length-1 axes dropped."""
@@ -304,6 +318,22 @@ beta = _Beta()
 poisson = _Poisson()
 dirichlet = _Dirichlet()
 multivariate_normal = _MultivariateNormal()
+
+
+
+def _register_submodule(dist: _Distribution) -> None:
+    """``chainrule.scipy.stats.norm`` importable as a module, as autograd users write
+    ``import autograd.scipy.stats.norm as norm`` (SciPy has no such modules; autograd
+    does): a module holding the distribution's methods, in ``sys.modules``."""
+    module = _types.ModuleType(f"{__name__}.{dist.name}", dist.__doc__)
+    for attr in dir(dist):
+        if not attr.startswith("_") and callable(getattr(dist, attr)):
+            setattr(module, attr, getattr(dist, attr))
+    _sys.modules[module.__name__] = module
+
+
+for _dist in (norm, t, gamma, beta, poisson, dirichlet, multivariate_normal):
+    _register_submodule(_dist)
 
 for _op in (_ops.mvn_solve, _ops.mvn_logdet):
     _EXPOSED.setdefault(_op, []).append("scipy.stats.multivariate_normal.logpdf")

@@ -31,7 +31,7 @@ from ..ir.types import FuncType, TensorType, TupleType, Type, has_float
 from ..ir.visitor import Mutator, atoms_of, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_OPS
 from ..rules import VJP, NoDerivative, has_vjp
-from .adjoint import Adjoints, prune
+from .adjoint import Adjoints, has_function, prune
 
 # -- relevance ---------------------------------------------------------------------------
 
@@ -92,12 +92,18 @@ def _refuse_closures(bindings, relevant, mode: str) -> None:
         v = b.value
         if (relevant is None or b.var in relevant) and isinstance(v, (Call, Function)) and (
                 isinstance(v, Function) or isinstance(v.callee, Var)
-                or v.callee in STACK_OPS):
+                or (v.callee in STACK_OPS and _holds_function(b.var.type, v.args))):
             raise CompiledHigherOrderError(
                 f"{mode} mode of a program that holds closures or a stack ({b.var.name}): "
                 f"this is a derivative of a loop or branch, and differentiating it again is "
                 f"not compiled yet; grad/value_and_grad/vjp run such higher-order "
                 f"derivatives on the tape instead")
+
+
+def _holds_function(result_type, args) -> bool:
+    """A stack op on a stack of functions (stacks of arrays differentiate again)."""
+    return has_function(result_type) or any(
+        has_function(arg_type_of(a)) for a in args)
 
 
 def float_params(fn: Function, wrt=None) -> list[Var]:

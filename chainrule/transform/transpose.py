@@ -68,8 +68,8 @@ class Undefined(ArrayMethods):
         for a in args:
             if isinstance(a, Undefined):
                 types.append(a.type)
-            elif hasattr(a, "var"):
-                types.append(a.var.type)
+            elif hasattr(a, "variable"):
+                types.append(a.variable.type)
             else:
                 arr = np.asarray(a)
                 types.append(TensorType(arr.shape, arr.dtype))
