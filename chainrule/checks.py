@@ -358,7 +358,7 @@ def leaf_signature(x):
     if isinstance(x, np.ndarray):
         return (x.shape, x.dtype.str)
     if isinstance(x, Traced):
-        return ("traced", x.var.type)
+        return ("traced", x.variable.type)
     if hasattr(x, "_cr_value"):  # a tape tensor
         return ("tensor", tuple(x.shape), np.dtype(x.dtype).str)
     arr = np.asarray(x)

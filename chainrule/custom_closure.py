@@ -33,7 +33,7 @@ def mark(leaves):
     traced values, the next node number on tape tensors."""
     traced = [x for x in leaves if isinstance(x, Traced)]
     if traced:
-        trace = max((x.trace for x in traced), key=lambda t: t.level)
+        trace = max((x.tracer for x in traced), key=lambda t: t.level)
         return trace, len(trace.builder.bindings)
     return None, next(_NODE_NUMBERS)
 
@@ -50,9 +50,9 @@ def closed_over(start, leaves, out_leaves) -> list:
 def _traced_roots(trace, position, leaves, out_leaves) -> list:
     bindings = trace.builder.bindings[position:]
     defined = {b.var: b.value for b in bindings}
-    args = {x.var for x in leaves if isinstance(x, Traced) and x.trace is trace}
-    stack = [x.var for x in out_leaves
-             if isinstance(x, Traced) and x.trace is trace and isinstance(x.var, Var)]
+    args = {x.variable for x in leaves if isinstance(x, Traced) and x.tracer is trace}
+    stack = [x.variable for x in out_leaves
+             if isinstance(x, Traced) and x.tracer is trace and isinstance(x.variable, Var)]
     seen, roots = set(), []
     while stack:
         v = stack.pop()

@@ -66,6 +66,38 @@ OPS = {
 }
 
 
+def HPD(n):  # Hermitian positive definite
+    a = Z(n, n)
+    return a @ a.conj().T + n * np.eye(n)
+
+
+# contractions, linear algebra and fft on complex inputs (results that are real, such as
+# eigenvalues, times 1.0 so the table's complex weights apply)
+OPS.update({
+    "einsum": (lambda a, b: cnp.einsum("ij,jk->ik", a, b), (Z(2, 3), Z(3, 2))),
+    "einsum_trace": (lambda a: cnp.einsum("ii->", a) * 1.0, (Z(3, 3),)),
+    "tensordot": (lambda a, b: cnp.tensordot(a, b, axes=1), (Z(2, 3), Z(3, 2))),
+    "dot": (lambda a, b: cnp.dot(a, b), (Z(3), Z(3))),
+    "vdot": (lambda a, b: cnp.vdot(a, b), (Z(3), Z(3))),
+    "outer": (lambda a, b: cnp.outer(a, b), (Z(2), Z(3))),
+    "kron": (lambda a, b: cnp.kron(a, b), (Z(2), Z(2))),
+    "trace": (lambda a: cnp.trace(a), (Z(3, 3),)),
+    "linalg.solve": (lambda a, b: cnp.linalg.solve(a, b), (HPD(3), Z(3, 2))),
+    "linalg.inv": (lambda a: cnp.linalg.inv(a), (HPD(3),)),
+    "linalg.det": (lambda a: cnp.linalg.det(a), (HPD(3) + Z(3, 3),)),
+    "linalg.slogdet": (lambda a: cnp.linalg.slogdet(a)[1] * 1.0, (HPD(3) + Z(3, 3),)),
+    "linalg.cholesky": (lambda a: cnp.linalg.cholesky(a), (HPD(3),)),
+    "linalg.eigvalsh": (lambda a: cnp.linalg.eigvalsh(a) * 1.0, (HPD(3),)),
+    "linalg.svdvals": (lambda a: cnp.linalg.svd(a, compute_uv=False) * 1.0, (Z(3, 2),)),
+    "linalg.norm": (lambda a: cnp.linalg.norm(a) * 1.0, (Z(3, 2),)),
+    "linalg.pinv": (lambda a: cnp.linalg.pinv(a), (Z(3, 2),)),
+    "linalg.qr": (lambda a: cnp.linalg.qr(a)[1], (Z(3, 3),)),
+    "linalg.matrix_power": (lambda a: cnp.linalg.matrix_power(a, 3), (Z(2, 2),)),
+    "fft.fft": (lambda a: cnp.fft.fft(a), (Z(4),)),
+    "fft.ifft2": (lambda a: cnp.fft.ifft2(a), (Z(2, 3),)),
+})
+
+
 def real_loss(f, w):
     """A real-valued loss of f's output: sum(Re(f(...) * w)), w a fixed complex array."""
     weights_complex = np.iscomplexobj(w)  # decided here: inside, w is a traced capture

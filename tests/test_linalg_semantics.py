@@ -376,3 +376,39 @@ def test_complex_gradients_equal_jax_when_installed():
         want = np.asarray(jax.grad(lambda x, f=f: f(jnp, x))(jnp.asarray(a)))
         np.testing.assert_allclose(cr.grad(lambda x, f=f: f(cnp, x))(a), want, rtol=1e-10,
                                    atol=1e-12)
+
+
+# -- regressions: array methods named like the tracer's fields, tape create_graph ----------
+def test_trace_and_var_methods_of_traced_values_and_tensors():
+    from chainrule import tape
+
+    a = np.random.RandomState(3).randn(3, 3)
+    assert np.allclose(cr.grad(lambda x: x.trace(offset=1))(a), np.eye(3, k=1))
+    assert np.allclose(cr.grad(lambda x: x.var())(a), 2 * (a - a.mean()) / a.size)
+    t = tape.tensor(a, requires_grad=True)
+    assert np.allclose(t.trace().value(), np.trace(a))
+    assert np.allclose(t.var().value(), a.var())
+
+
+def test_tape_create_graph_through_a_tuple_valued_op_matches_compiled_hvp():
+    from chainrule import tape
+
+    rs = np.random.RandomState(0)
+    a = rs.randn(3, 3)
+    a = a + a.T
+    v = rs.randn(3, 3)
+
+    def f(x):
+        return (cnp.linalg.eigh(x)[1] ** 3).sum()
+
+    t = tape.tensor(a, requires_grad=True)
+    f(t).backward(create_graph=True)
+    g = t.grad
+    t.grad = None
+    (g * v).sum().backward()
+    assert np.allclose(np.asarray(t.grad), cr.hvp(f, (a,), (v,)))
+
+
+def test_a_linalg_error_keeps_its_class_under_tracing():
+    with pytest.raises(np.linalg.LinAlgError, match="square"):
+        cr.grad(lambda x: cnp.linalg.inv(x[:, :2]).sum())(np.ones((3, 3)))

@@ -4,7 +4,6 @@ their semantics under the interpreter, the pass framework, and scaling."""
 from __future__ import annotations
 
 import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -1031,29 +1030,19 @@ def _long_chain(n: int) -> Module:
     return b.finish_module("main", a)
 
 
-def _time(fn, *args):
-    t0 = time.perf_counter()
-    out = fn(*args)
-    return time.perf_counter() - t0, out
-
-
-def test_long_chain_is_linear_and_iterative():
+def test_long_chain_through_every_simplification():
+    """100,000 bindings through simplify, cse, dce and optimize without recursion
+    limits (their time per binding is measured in benchmarks/transform_scaling.py)."""
     n = 100_000
     m = _long_chain(n)
-    t_s, s = _time(simplify, m)
-    t_c, c = _time(cse, s)
-    t_d, d = _time(dce, c)
-    t_o, o = _time(optimize, m)
+    d = dce(cse(simplify(m)))
+    o = optimize(m)
     assert len(d["main"].body.bindings) == 2 * n // 5
     assert cr.structural_equal(o, d)
     cr.verify(o)
     x = np.linspace(-1, 1, 4)
     small = _long_chain(50)
     np.testing.assert_allclose(cr.run(optimize(small), x), cr.run(small, x))
-    assert t_s + t_c + t_d + t_o < 30
-    # roughly linear: 4x the bindings cost about 4x the time (quadratic would be 16x)
-    t_small, _ = _time(optimize, _long_chain(n // 4))
-    assert t_o < 10 * t_small
 
 
 def test_simplify_uses_the_stored_fill_value():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -52,34 +51,20 @@ def traced():
 
 
 def test_trace_print_parse_verify_run(traced):
+    """Every stage works at 100,000 bindings (their speed is measured in
+    benchmarks/transform_scaling.py, not asserted here: the machine is shared)."""
     x = np.linspace(-1, 1, 3)
-    times = {}
     with shallow_stack():
-        t0 = time.perf_counter()
         m = traced
         assert len(m["main"].body.bindings) == N
         text = str(m)
-        times["print"] = time.perf_counter() - t0
         assert text.count("\n") == N + 2
-
-        t0 = time.perf_counter()
         m2 = cr.parse(text)
-        times["parse"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
         cr.verify(m2)
-        times["verify"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
         assert cr.structural_equal(m, m2)
         assert str(m2) == text
-        times["equal+print"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
         got = cr.run(m2, x)
-        times["run"] = time.perf_counter() - t0
     np.testing.assert_allclose(got, reference(x), rtol=1e-12)
-    assert sum(times.values()) < 25, times
 
 
 def test_visitors_and_mutator_on_long_programs(traced):

@@ -16,7 +16,7 @@ function is closed.
 >>> with Trace() as tr:
 ...     x = tr.wrap(tr.builder.param("x", TensorType((3,), "f64")))
 ...     y = ops.sum(ops.tanh(x) * 2.0)
-...     print(tr.builder.finish_function(y.var).body.bindings[-1].value.callee)
+...     print(tr.builder.finish_function(y.variable).body.bindings[-1].value.callee)
 Op(sum)
 """
 
@@ -40,32 +40,32 @@ _ARRAY_TYPES = (np.ndarray, np.generic)
 class Traced(ArrayMethods):
     """A value being traced: a variable of the IR under construction."""
 
-    __slots__ = ("trace", "var")
+    __slots__ = ("tracer", "variable")
 
     def __init__(self, trace: Trace, var):
-        self.trace = trace
-        self.var = var
+        self.tracer = trace
+        self.variable = var
 
     @property
     def type(self) -> Type:
-        return self.var.type
+        return self.variable.type
 
     @property
     def shape(self) -> tuple:
-        t = self.var.type
+        t = self.variable.type
         if not isinstance(t, TensorType):
-            raise TraceError(f"{self.var.name} is a {t!r}, which has no shape")
+            raise TraceError(f"{self.variable.name} is a {t!r}, which has no shape")
         return t.shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self.var.type.dtype.numpy
+        return self.variable.type.dtype.numpy
 
     def _cr_apply(self, op: Op, args, attrs):
-        inner = self.trace
+        inner = self.tracer
         for a in args:
-            if isinstance(a, Traced) and a.trace.level > inner.level:
-                inner = a.trace
+            if isinstance(a, Traced) and a.tracer.level > inner.level:
+                inner = a.tracer
         if inner.finished:  # its function has returned: nothing records it any more
             raise TraceError(
                 f"a traced value ({inner_var(args)}) escaped the function that traced it "
@@ -74,14 +74,23 @@ class Traced(ArrayMethods):
         return inner.apply(op, args, attrs)
 
     def __repr__(self) -> str:
-        return f"Traced({self.var.name}: {self.var.type!r})"
+        return f"Traced({self.variable.name}: {self.variable.type!r})"
 
 
 HANDLERS[Traced] = 100
 
 
 def inner_var(args) -> str:
-    return next((a.var.name for a in args if isinstance(a, Traced)), "?")
+    return next((a.variable.name for a in args if isinstance(a, Traced)), "?")
+
+
+def _located(exc: TypeInferenceError) -> TypeInferenceError:
+    """The same error (its own class: a LinAlgError stays one) with the user's line."""
+    message = f"{exc}{_user_location()}"
+    try:
+        return type(exc)(message)
+    except TypeError:  # a subclass built differently
+        return TypeInferenceError(message)
 
 
 class Trace:
@@ -115,12 +124,12 @@ class Trace:
     # -- converting Python values to atoms ----------------------------------------
     def atom(self, x, strong_dtypes=()):
         if isinstance(x, Traced):
-            if x.trace is self:
-                return x.var
-            if x.trace.level < self.level and x.trace in _TRACE_STACK:
+            if x.tracer is self:
+                return x.variable
+            if x.tracer.level < self.level and x.tracer in _TRACE_STACK:
                 return self._lift(x)
             raise TraceError(
-                f"a traced value ({x.var.name}) escaped the function that traced it; "
+                f"a traced value ({x.variable.name}) escaped the function that traced it; "
                 f"return it instead of storing it")
         if type(x) in PYTHON_SCALARS:
             return Constant(np.asarray(x, dtype=weak_scalar_dtype(x, strong_dtypes)))
@@ -170,11 +179,11 @@ class Trace:
         return hit[1]
 
     def _lift(self, x: Traced) -> Var:
-        if x.var not in self.lifted:
-            p = Var(f"{x.var.name}", x.var.type)
-            self.lifted[x.var] = p
+        if x.variable not in self.lifted:
+            p = Var(f"{x.variable.name}", x.variable.type)
+            self.lifted[x.variable] = p
             self.lifted_values.append(x)
-        return self.lifted[x.var]
+        return self.lifted[x.variable]
 
     def wrap(self, var: Var):
         """A traced value for a variable; tuples become Python tuples of traced fields."""
@@ -188,21 +197,21 @@ class Trace:
     def apply(self, op: Op, args, attrs):
         atoms = []
         for a in args:  # the common case first: values of this trace
-            if type(a) is Traced and a.trace is self:
-                atoms.append(a.var)
+            if type(a) is Traced and a.tracer is self:
+                atoms.append(a.variable)
             else:
                 atoms = None
                 break
         if atoms is None:
-            strong = [a.var.type.dtype.numpy for a in args
-                      if isinstance(a, Traced) and isinstance(a.var.type, TensorType)]
+            strong = [a.variable.type.dtype.numpy for a in args
+                      if isinstance(a, Traced) and isinstance(a.variable.type, TensorType)]
             strong += [np.asarray(a).dtype for a in args
                        if isinstance(a, _ARRAY_TYPES)]
             atoms = [self.atom(a, strong) for a in args]
         try:
             var = self.builder.call(op, atoms, attrs)
         except TypeInferenceError as exc:
-            raise TypeInferenceError(f"{exc}{_user_location()}") from None
+            raise _located(exc) from None
         return self.wrap(var)
 
     def call(self, callee, args, name=None):

@@ -250,7 +250,10 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
             _visit(v, path.child("item", i), found, depth + 1, names)
     elif type(value).__module__.startswith("chainrule."):
         # a transformed function (grad(f), jit(f), ...): what matters is the user's f
-        inner = getattr(value, "f", None)
+        try:  # not getattr: a class's __getattr__ may raise anything (a traced generator)
+            inner = object.__getattribute__(value, "f")
+        except AttributeError:
+            inner = None
         if callable(inner):
             _visit(inner, path.child("attr", "f"), found, depth + 1, names)
     elif hasattr(value, "__dict__") and not isinstance(value, np.generic):

@@ -32,6 +32,17 @@ EXPOSED: dict = {_ops.index: ["x[key]", "getitem"], _ops.index_add: ["x.at[key].
                  **{op: [f"x.at[key].{method}"] for method, op in _ops.SCATTER_METHODS.items()}}
 
 
+def _kinked_root(s, p: float = 2.0):
+    """s ** (1 / p) of a sum of |x|^p (the 2-norm, std: p = 2), with derivative 0 where
+    s = 0: there the norm has a kink, like |x| at 0, and 0 is the subgradient chainrule
+    picks for |x|, hypot and the 1- and inf-norms (the root's infinite slope times the
+    zero slope of s would be nan, as JAX gives). The root reads 1 there, so every
+    derivative of this stays finite."""
+    zero = _ops.equal(s, 0)
+    safe = _ops.where(zero, 1, s)
+    return _ops.where(zero, 0, _ops.sqrt(safe) if p == 2 else safe ** (1.0 / p))
+
+
 def _exposes(op):
     def deco(fn):
         EXPOSED.setdefault(op, []).append(fn.__name__)

@@ -391,6 +391,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return x[..., r, c]
 
 
+@_method("trace")
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """The sum along the offset diagonal of the axis1 x axis2 planes."""
     if out is not None:

@@ -28,8 +28,8 @@ def parts(z) -> tuple:
     of tuple type in the passes)."""
     if isinstance(z, tuple):
         return z
-    if isinstance(z, Traced) and isinstance(z.var.type, TupleType):
-        return z.trace.wrap(z.var)
+    if isinstance(z, Traced) and isinstance(z.variable.type, TupleType):
+        return z.tracer.wrap(z.variable)
     raise TypeError(f"expected the result of a tuple-valued op, got {z!r}")
 
 

@@ -189,7 +189,7 @@ def _fields(value, s) -> list:
     if s.n_out == 1 and s.out_tree.kind is None:
         return [value]
     if isinstance(value, Traced) and isinstance(value.type, TupleType):
-        value = value.trace.wrap(value.var)
+        value = value.tracer.wrap(value.variable)
     return list(value)
 
 
@@ -241,8 +241,8 @@ class ConvertedFunction:
         values = list(leaves) + list(closed)
         outer = None
         for x in values:
-            if isinstance(x, Traced) and (outer is None or x.trace.level > outer.level):
-                outer = x.trace
+            if isinstance(x, Traced) and (outer is None or x.tracer.level > outer.level):
+                outer = x.tracer
         if outer is not None:
             from ..api import inline_into
 

@@ -25,7 +25,7 @@ from ..ir.op import PYTHON_SCALARS, evaluate, weak_scalar_dtype
 from ..ir.types import DType, TensorType, TupleType
 from .eager import eager_gradients
 from .pullback import STATS, Pullback, PullbackCache
-from .tensor import MODE, Tensor
+from .tensor import MODE, Tensor, _split_tuple
 
 FREED = ("freed",)  # a node's args after backward without retain_graph
 _BACKWARD_CACHE = PullbackCache()
@@ -332,8 +332,8 @@ def _arguments(pb: Pullback, layout: _Layout, tensors: bool) -> list:
         else:
             x = leaves[i] if i < n_leaves else inputs[i - n_leaves]
         if isinstance(x, Tensor):
-            if tensors:
-                out.append(x)
+            if tensors:  # a tuple-valued op's result: a tuple of its recorded items
+                out.append(_split_tuple(x) if isinstance(x._value, tuple) else x)
                 continue
             x = x.value()
         out.append(x if type(x) is np.ndarray or type(x) is tuple else np.asarray(x))
