@@ -51,6 +51,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import CodegenError, InterpretError
+from ..ir.collector import collector_paused
 from ..ir.nodes import (
     Block,
     Call,
@@ -546,7 +547,7 @@ class CompiledModule:
             tb = tb.tb_next
         if where is None:
             return InterpretError(f"{func} (compiled) failed: {type(exc).__name__}: {exc}")
-        return kernel_error(where[0], where[1], exc, f" of {func}, compiled")
+        return kernel_error(where[0], where[1], exc, f" of {func}")
 
 
 class CompiledFunction:
@@ -594,6 +595,7 @@ class CompiledFunction:
 _CACHE: OrderedDict = OrderedDict()
 
 
+@collector_paused
 def compile_module(module: Module, func: str = "main", inplace: bool = True
                    ) -> CompiledFunction:
     """Compile ``module`` (once; cached by object) and return its function ``func``."""

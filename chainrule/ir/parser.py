@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import ChainruleError, ParseError
 from .builder import Builder
+from .collector import collector_paused
 from .indexing import AT_METHODS, ArrayIndex, Slice
 from .infer import arg_type
 from .nodes import Call, Constant, Function, GlobalVar, If, Module, Tuple, TupleGetItem, Var, While
@@ -537,6 +538,7 @@ def _gc_paused():
             gc.enable()
 
 
+@collector_paused
 def parse(text: str) -> Module:
     """Parse the text format into a Module; errors carry line and column."""
     if not isinstance(text, str):

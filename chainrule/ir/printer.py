@@ -11,6 +11,7 @@ import keyword
 import numpy as np
 
 from ..errors import ChainruleError
+from .collector import collector_paused
 from .indexing import ArrayIndex, Slice
 from .nodes import (
     Block,
@@ -291,6 +292,7 @@ class Printer:
         return text + "\n"
 
 
+@collector_paused
 def print_module(module: Module) -> str:
     return Printer(module).run()
 

@@ -37,6 +37,7 @@ from ..ops.reduction import correlate_valid as _correlate_valid
 from ..ops.reduction import window as _window
 from ..rules.common import element_count
 from ._core import _exposes, _kinked_root
+from ._shapes import _as_value
 from ._sorting import partition, sort, take
 
 __all__ = ["allclose", "average", "convolve", "correlate", "count_nonzero", "diff", "gradient",
@@ -47,7 +48,7 @@ _NOVALUE = object()
 
 
 def _asarray(x):
-    return x if _is_dispatched(x) else _np.asarray(x)
+    return _as_value(x)  # lists holding traced values or tape tensors are assembled
 
 
 def _dtype(x) -> _np.dtype:

@@ -431,9 +431,12 @@ def _creation_emit(fill):
 
 
 def _creation(name, kernel, nargs, attrs, fill):
+    # full / full_like: the namespace functions (chainrule/numpy/_creation.py) also take a
+    # traced or array fill value, which these ops (a number attribute) do not
     return define(name, _creation_type, kernel, nargs, attrs,
                   _creation_normalize(name, like=nargs == 1), emit=_creation_emit(fill),
-                  differentiable=False, fresh=True, aliases=False, namespace=(name,))
+                  differentiable=False, fresh=True, aliases=False,
+                  namespace=() if fill == "full" else (name,))
 
 
 zeros = _creation("zeros", lambda shape, dtype: np.zeros(shape, dtype.numpy), 0,

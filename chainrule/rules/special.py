@@ -350,7 +350,8 @@ def _over(x, d):
     both = ops.logical_and(x == 0, d == 0)
     dtype = DType(d.dtype)
     tiny = float(np.finfo(dtype.numpy).smallest_subnormal) if dtype.is_float else 1.0
-    return ops.where(both, x / tiny, x / ops.where(both, 1, d))
+    # x is read as 0 off that branch: x / tiny would overflow (and warn) there
+    return ops.where(both, ops.where(both, x, 0) / tiny, x / ops.where(both, 1, d))
 
 
 _rules(ops.xlogy, lambda z, x, y: (ops.log(y), _over(x, y)),

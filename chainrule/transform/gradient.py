@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..errors import GradientError
+from ..ir.collector import collector_paused
 from ..ir.nodes import Function, If, Module, Tuple, Var, While
 from ..ir.types import TensorType, TupleType, has_float
 from . import gradient_control as control
@@ -72,6 +73,7 @@ def _resolve(fn: Function, name_or_var, func: str) -> Var:
     return matches[0]
 
 
+@collector_paused
 def gradient(module: Module, func: str = "main", require_grads=None, target_index=None,
              sens: bool = False, name: str | None = None) -> Module:
     """Add ``<func>_adjoint`` returning ``(result, (adjoints of require_grads...))``.
@@ -163,6 +165,7 @@ def _field(result, index: int):
     return result.fields[index] if isinstance(result, Tuple) else None
 
 
+@collector_paused
 def vjp_module(module: Module, func: str = "main", wrt=None) -> Module:
     """Add ``<func>_vjp(params) -> (result, pullback)``; ``pullback(cotangent)``
     returns the adjoints of the float parameters (a closure: no recomputation);

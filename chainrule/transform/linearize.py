@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..errors import CompiledHigherOrderError
 from ..ir.builder import Builder
+from ..ir.collector import collector_paused
 from ..ir.nodes import Call, Module, Tuple, Var
 from ..ir.op import Op
 from ..ir.types import TensorType
@@ -23,6 +24,7 @@ from .partial_eval import holds_closures, partial_eval
 from .unzip import Unzip
 
 
+@collector_paused
 def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     """Add ``<func>_primal`` and ``<func>_tangent`` (see the module docstring); ``wrt``
     as for ``jvp``: the parameter positions the tangent program takes tangents of."""

@@ -17,6 +17,7 @@ from ..emit.methods import ArrayMethods
 from ..emit.trace import Trace
 from ..errors import TransposeError
 from ..ir.builder import Builder
+from ..ir.collector import collector_paused
 from ..ir.nodes import (
     Binding,
     Call,
@@ -311,6 +312,7 @@ _HANDLERS = {
 }
 
 
+@collector_paused
 def transpose(module: Module, func: str = "main", linear=None, name: str | None = None) -> Module:
     """Add ``<func>_transpose`` (see the module docstring); ``linear`` names the
     parameters the function is linear in (default: all float parameters)."""

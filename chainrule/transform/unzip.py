@@ -32,6 +32,9 @@ def _zeros_for(t, out: list):
     if isinstance(t, TupleType):
         return Tuple(_zeros_for(f, out) for f in t.fields)
     v = Var("zero", t)
+    if isinstance(t, ListType):  # a stack (of snapshots, residuals): the empty one
+        out.append(Binding(v, _call(STACK_EMPTY, [], {"elem": t.elem})))
+        return v
     out.append(Binding(v, _call(ops.zeros, [], {"shape": t.shape, "dtype": t.dtype})))
     return v
 
