@@ -1,7 +1,8 @@
 """The rest of autograd's user-facing helpers, re-exported by ``chainrule.autograd_compat``:
 the stochastic optimizers of ``autograd.misc.optimizers`` (``sgd``, ``rmsprop``,
 ``adam``) with their calling convention, and ``autograd.test_util.check_grads``'s
-curried form over ``chainrule.testing.check_grads``.
+curried form over ``chainrule.testing.check_grads``; ``flatten_func`` and
+``make_ggnvp`` (the Gauss-Newton product).
 
 The optimizers are plain NumPy loops (they differentiate nothing themselves): ``grad``
 is called as ``grad(x, i)`` with the parameters in their original structure (a pytree
@@ -136,4 +137,50 @@ def check_grads(fun, argnum=0, modes=("fwd", "rev"), order=2):
     return checker
 
 
-__all__ = ["adam", "check_grads", "rmsprop", "sgd"]
+def flatten_func(func, example):
+    """``(flat_func, unflatten, flat_example)`` as ``autograd.misc.flatten.flatten_func``:
+    ``flat_func(vector, *args)`` applies ``func`` to the structure ``unflatten(vector)``
+    and flattens its result (so optimizers of flat vectors see a structured function)."""
+    from .autograd_compat import flatten
+
+    flat_example, unflatten = flatten(example)
+
+    def flat_func(vector, *args):
+        return flatten(func(unflatten(vector), *args))[0]
+
+    return flat_func, unflatten, flat_example
+
+
+def make_ggnvp(f, g=None, f_argnum=0):
+    """``(*args) -> ggnvp``: ``ggnvp(v)`` is the generalized Gauss-Newton product
+    J^T H J v, J the Jacobian of ``f`` w.r.t. argument ``f_argnum`` and H the Hessian of
+    the scalar ``g`` at ``f``'s output (default ``g(y) = sum(y**2) / 2``, H = I)."""
+    from . import numpy as cnp
+    from .api import vjp as _vjp
+    from .api_forward import hvp as _hvp
+    from .api_forward import jvp as _jvp
+    from .autograd_compat import _replace, _scalar, _selected
+    from .checks import check_callable
+
+    check_callable(f, "make_ggnvp")
+    if g is None:
+        def g(y):
+            return 0.5 * cnp.sum(y * y)
+
+    def maker(*args):
+        x = _selected(args, f_argnum)
+
+        def f_of_x(x):
+            return f(*_replace(args, f_argnum, x))
+
+        def ggnvp(v):
+            y, jv = _jvp(f_of_x, (x,), (v,))
+            hjv = _hvp(_scalar(g), (y,), (jv,))
+            return _vjp(f_of_x, x)[1](hjv)[0]
+
+        return ggnvp
+
+    return maker
+
+
+__all__ = ["adam", "check_grads", "flatten_func", "make_ggnvp", "rmsprop", "sgd"]

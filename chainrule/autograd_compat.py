@@ -49,7 +49,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import numpy as cnp
-from ._autograd_misc import adam, check_grads, rmsprop, sgd
+from ._autograd_misc import adam, check_grads, flatten_func, make_ggnvp, rmsprop, sgd
 from .api import grad as _grad
 from .api import jit as _jit
 from .api import value_and_grad as _value_and_grad
@@ -81,6 +81,17 @@ def _one_element(fun):
         if shape and all(n == 1 for n in shape):
             return cnp.reshape(out, ()), out
         return out, out
+
+    functools.update_wrapper(scalar, fun, updated=())
+    return scalar
+
+
+def _scalar(fun):
+    """``fun`` with a one-element output reshaped to a scalar (see ``_one_element``)."""
+    one = _one_element(fun)
+
+    def scalar(*args, **kwargs):
+        return one(*args, **kwargs)[0]
 
     functools.update_wrapper(scalar, fun, updated=())
     return scalar
@@ -137,7 +148,8 @@ def jacobian(fun, argnum=0):
 
 def hessian(fun, argnum=0):
     """The Hessian of a scalar ``fun``: shape ``in.shape + in.shape``."""
-    return _hessian(fun, argnums=argnum)
+    check_callable(fun, "hessian")
+    return _hessian(_scalar(fun), argnums=argnum)
 
 
 def _replace(args: tuple, argnum, value) -> tuple:
@@ -160,6 +172,7 @@ def hessian_tensor_product(fun, argnum=0):
     """``(*args, vector) -> H @ vector``: the Hessian of scalar ``fun`` w.r.t.
     argument ``argnum`` contracted with ``vector`` (forward over reverse, compiled)."""
     check_callable(fun, "hessian_tensor_product")
+    fun = _scalar(fun)
 
     def product(*args):
         args, vector = args[:-1], args[-1]
@@ -175,7 +188,7 @@ hessian_vector_product = hessian_tensor_product
 def make_hvp(fun, argnum=0):
     """``(*args) -> (hvp, gradient)``: ``hvp(vector)`` is H @ vector at that point."""
     product = hessian_tensor_product(fun, argnum)
-    gradient = _grad(fun, argnums=argnum)
+    gradient = grad(fun, argnum)
 
     def at(*args):
         return (lambda vector: product(*args, vector)), gradient(*args)
@@ -562,8 +575,8 @@ def defjvp(fun, *jvpfuns, argnums=None) -> None:
 
 __all__ = [
     "adam", "check_grads", "checkpoint", "defjvp", "defvjp", "deriv", "elementwise_grad",
-    "flatten", "grad", "grad_and_aux", "grad_named", "hessian", "hessian_tensor_product",
-    "hessian_vector_product", "holomorphic_grad", "jacobian", "make_hvp", "make_jvp",
-    "make_vjp", "multigrad_dict", "primitive", "rmsprop", "sgd", "tensor_jacobian_product",
-    "value_and_grad", "vector_jacobian_product",
+    "flatten", "flatten_func", "grad", "grad_and_aux", "grad_named", "hessian",
+    "hessian_tensor_product", "hessian_vector_product", "holomorphic_grad", "jacobian",
+    "make_ggnvp", "make_hvp", "make_jvp", "make_vjp", "multigrad_dict", "primitive", "rmsprop",
+    "sgd", "tensor_jacobian_product", "value_and_grad", "vector_jacobian_product",
 ]

@@ -262,7 +262,7 @@ def f_adjoint(x0: f64, w: f64) -> tuple[f64, tuple[f64, f64]]:
     lv16 = r_dinit[1]
     w_adjoint_1 = r_reverse[4]
     return (out, (x0_adjoint, w_adjoint_1))
-"""
+"""  # noqa: E501 (generated text, as printed)
 
 
 @pytest.mark.parametrize("before,after", [(IF_TEXT, IF_ADJOINT), (WHILE_TEXT, WHILE_ADJOINT)],
@@ -494,7 +494,7 @@ def test_fori_loop_checkpoint_every_k():
 
     peaks, grads = [], []
     for k in (None, 10):
-        g = cr.grad(lambda W, k=k: loss(W, k))
+        g = cr.grad(lambda W, k=k: loss(W, k), eager_compile=True)  # compiled code's memory
         g(W0)
         tracemalloc.start()
         grads.append(g(W0))

@@ -164,7 +164,7 @@ def moveaxis(x, source, destination):
 
 
 # -- creation ---------------------------------------------------------------------------
-linspace, eye = _np.linspace, _np.eye
+eye = _np.eye  # linspace: _creation (its endpoints may be traced)
 
 
 # -- indexing ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from .. import ops as _ops
 from ..ir.op import is_dispatched as _is_dispatched
 from ._core import _kinked_root, _shape
 from ._linalg import LinalgArgumentError
+from ._shapes import _as_value
 
 
 def _dtype(x) -> _np.dtype:
@@ -86,6 +87,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     """NumPy's norm: vector norms (ord inf, -inf, 0, 1, 2, any p) along one axis, matrix
     norms (ord 'fro', 'nuc', inf, -inf, 1, -1, 2, -2) over two, the 2-norm / Frobenius
     norm of all entries by default."""
+    x = _as_value(x)  # a list holding traced values or tape tensors is assembled
     if not _is_dispatched(x):
         return _np.linalg.norm(x, ord, axis, keepdims)
     if _dtype(x).kind not in "fc":

@@ -23,10 +23,10 @@ from __future__ import annotations
 import numpy as _np
 
 from .. import ops as _ops
-from ..ir.op import is_dispatched as _is_dispatched
 from ..ops.reduction import all as _all_op
 from ..ops.reduction import any as _any_op
 from ._core import _exposes
+from ._shapes import _as_value
 
 __all__ = ["all", "amax", "amin", "any", "max", "mean", "min", "prod", "sum"]
 
@@ -34,7 +34,9 @@ _NOVALUE = _np._NoValue  # NumPy's own marker: "initial" / "where" not given
 
 
 def _asarray(a):
-    return a if _is_dispatched(a) else _np.asarray(a)
+    """A traced value or tape tensor as it is, lists holding them assembled (``np.mean([x,
+    x + 2])``), anything else a NumPy array."""
+    return _as_value(a)
 
 
 def _no_out(out, who: str) -> None:

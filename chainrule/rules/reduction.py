@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
-from .common import expand_reduced, linear_self, prod_others, reduced_count
+from ..ops.composites import element_count
+from .common import expand_reduced, linear_self, prod_others
 from .registry import jvp_rule, vjp_rule
 
 
@@ -20,7 +21,8 @@ def sum_vjp(z, g, x, axis, keepdims):
 @vjp_rule(ops.mean)
 def mean_vjp(z, g, x, axis, keepdims):
     """z = mean(x, axis);  dx = broadcast(g) / n"""
-    n = reduced_count(x.shape, axis)
+    # a symbolic axis (f64[n, 3]): n is counted when the program runs
+    n = element_count(x, axis, g.dtype, keepdims=True)
     return (ops.broadcast_to(expand_reduced(g, x.shape, axis, keepdims) / n, x.shape),)
 
 

@@ -19,6 +19,7 @@ from ..ops.stack import (
     STACK_POP_OR_ZERO,
     STACK_PUSH,
 )
+from ..ops.stack_schedule import LOOP_CHECKPOINT
 from .registry import vjp_rule
 
 
@@ -59,3 +60,9 @@ def stack_add_vjp(out, dout, a, b):
 def stack_nonempty_vjp(out, dout, s):
     """a bool: no derivative flows back"""
     return (None,)
+
+
+@vjp_rule(LOOP_CHECKPOINT)
+def loop_checkpoint_vjp(out, dout, x, trips, snapshots):
+    """out = x (a mark on a loop's first initial value);  dx = dout"""
+    return (dout, None)

@@ -31,6 +31,9 @@ class Adjoints:
         self.trace = trace
         self.b = trace.builder
         self.msgs: dict[Var, object] = {}
+        # the type of a variable's adjoint (a function value's is its env's: the gradient
+        # pass sets this, see gradient_closures.py)
+        self.type_of = _own_type
 
     # -- emitting --------------------------------------------------------------------
     def call(self, op, *args, **attrs) -> Var:
@@ -105,7 +108,7 @@ class Adjoints:
             return
         if not wants(atom):
             return
-        self.msgs[atom] = self.add(self.msgs.get(atom), msg, atom.type)
+        self.msgs[atom] = self.add(self.msgs.get(atom), msg, self.type_of(atom))
 
     def fit(self, partial, t: TensorType):
         """A rule's result summed/broadcast to shape ``t.shape`` and cast to ``t.dtype``."""
@@ -136,6 +139,10 @@ class Adjoints:
         if atom.type.dtype != dtype:
             atom = self.call(ops.astype, atom, dtype=dtype)
         return atom
+
+
+def _own_type(var: Var) -> Type:
+    return var.type
 
 
 def _type(atom) -> Type:

@@ -43,6 +43,7 @@ from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import block_free_vars, substitute_vars
 from ..ops.stack import STACK_EMPTY, STACK_POP, STACK_PUSH
 from .adjoint import has_function
+from .gradient_control_revolve import RevolveTape, marker_of, revolve_backward, revolve_forward
 from .gradient_sweep import Sweep, flat_vars
 
 I64 = TensorType((), "i64")
@@ -55,7 +56,7 @@ def _backward_block(sweep: Sweep, sub: Sweep, ct: Var, inputs) -> Block:
     b.begin_block()
     sub.seed(ct)
     found = sub.backward()
-    outs = [sub.adj.materialize(found.get(u), u.type) for u in inputs]
+    outs = [sub.adj.materialize(found.get(u), sweep.adjoint_type(u)) for u in inputs]
     return b.end_block(Tuple(outs))
 
 
@@ -84,9 +85,9 @@ def _pullback(sweep: Sweep, sub: Sweep, ct_name: str, ct_type, inputs) -> Var:
     ct = Var(ct_name, ct_type)
     sub.seed(ct)
     found = sub.backward()
-    outs = [sub.adj.materialize(found.get(u), u.type) for u in inputs]
+    outs = [sub.adj.materialize(found.get(u), sweep.adjoint_type(u)) for u in inputs]
     body = b.end_block(Tuple(outs))
-    return b.emit(Function([ct], body, TupleType([u.type for u in inputs])),
+    return b.emit(Function([ct], body, TupleType([sweep.adjoint_type(u) for u in inputs])),
                   f"{ct_name}_pullback")
 
 
@@ -207,6 +208,9 @@ def _carry(node: While, atoms):
 
 def while_forward(sweep: Sweep, binding: Binding):
     node: While = binding.value
+    marker = marker_of(sweep, node)
+    if marker is not None:  # a snapshot budget: binomial checkpointing
+        return revolve_forward(sweep, binding, marker)
     name = binding.var.name
     b = sweep.b
     lvs = list(node.loop_vars)
@@ -254,6 +258,8 @@ def while_forward(sweep: Sweep, binding: Binding):
 def while_backward(sweep: Sweep, binding: Binding, msg) -> None:
     node: While = binding.value
     tape: _LoopTape = sweep.extra[binding.var]
+    if isinstance(tape, RevolveTape):
+        return revolve_backward(sweep, binding, msg)
     if not tape.inputs:
         return
     adj, b = sweep.adj, sweep.b

@@ -11,6 +11,7 @@ tangent: every push, pop and empty stack is mirrored on it.
 from __future__ import annotations
 
 from ..errors import CompiledHigherOrderError
+from ..ir.infer import arg_type
 from ..ir.nodes import Binding, Call, Function, Tuple, TupleGetItem, Var
 from ..ir.types import FuncType, ListType, TupleType, has_float
 from ..ops.stack import (
@@ -21,6 +22,7 @@ from ..ops.stack import (
     STACK_POP_OR_ZERO,
     STACK_PUSH,
 )
+from ..ops.stack_schedule import LOOP_CHECKPOINT, REVOLVE_NEXT
 from .adjoint import has_function
 
 
@@ -99,7 +101,7 @@ def _stack_push(sweep, binding: Binding) -> None:
     ds = _stack_tangent(sweep, s)
     if ds is None:
         raise CompiledHigherOrderError(f"forward mode: the stack {s.name} has no tangent")
-    dx = sweep.adj.materialize(sweep.tangent(x), x.type)
+    dx = sweep.adj.materialize(sweep.tangent(x), arg_type(x))
     sweep.tangents[binding.var] = sweep.b.call(STACK_PUSH, [ds, dx], None,
                                                f"{new.name}_dot")
 
@@ -134,7 +136,17 @@ def _stack_add(sweep, binding: Binding) -> None:
         sweep.tangents[binding.var] = dot
 
 
+def _same_tangent(sweep, binding: Binding) -> None:
+    """loop_checkpoint(x, trips) is x: so is its tangent."""
+    sweep.copy_binding(binding)
+    dx = sweep.tangent(binding.value.args[0])
+    if dx is not None:
+        sweep.tangents[binding.var] = dx
+
+
 STACK_FORWARD = {
+    LOOP_CHECKPOINT: _same_tangent,
+    REVOLVE_NEXT: lambda sweep, binding: sweep.copy_binding(binding),
     STACK_EMPTY: _stack_empty,
     STACK_PUSH: _stack_push,
     STACK_POP: _stack_pop,
