@@ -16,6 +16,7 @@ import numpy as np
 
 from .backend.codegen import compile_module
 from .backend.interpret import Interpreter
+from .backend.namespaces import OnBackend, call_compiled, get_namespace, namespace_of_leaves
 from .checks import (
     BoundCall,
     ManyStaticValues,
@@ -152,6 +153,8 @@ class _Compiled:
         if outer is not None:
             atoms = [_atom_of(outer, a) for a in args]
             return _unpack_atom(outer, inline_into(outer, self.module, self.func, atoms))
+        if namespace_of_leaves(args) is not None:  # PyTorch, CuPy or Dask arrays
+            return call_compiled(self.module, self.func, args)
         if self._callable is None:
             self._callable = compile_module(self.module, self.func)
         return self._callable(*[a if a is None or isinstance(a, tuple) else np.asarray(a)
@@ -435,8 +438,12 @@ def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None):
     bools and strings, and the arguments ``static_argnums`` / ``static_argnames``
     name, are static: baked into the program, which is traced again for a new value."""
     check_callable(f, "jit")
+    if backend in ("numpy", "torch", "cupy", "dask"):  # arrays moved to that library
+        return OnBackend(jit(f, "codegen", static_argnums, static_argnames),
+                         get_namespace(backend))
     if backend not in ("codegen", "interpret"):
-        raise ArgumentError(f"jit: unknown backend {backend!r}; use 'codegen' or 'interpret'")
+        raise ArgumentError(f"jit: unknown backend {backend!r}; use 'codegen', 'interpret', "
+                            f"'numpy', 'torch', 'cupy' or 'dask'")
     statics = StaticArgs(f, static_argnums, static_argnames, "jit")
 
     def build(call, leaves):
