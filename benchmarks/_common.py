@@ -18,6 +18,10 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
              "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
     os.environ[_var] = "1"
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+# chainrule compiles before the first call (not tiered: chainrule.backend.tiered), so a
+# benchmark's warm-up calls leave the generated code timed; many_functions.py and the
+# first-call rows of transform_scaling.py choose the tier explicitly
+os.environ.setdefault("CHAINRULE_EAGER_COMPILE", "1")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 if hasattr(os, "sched_setaffinity") and not os.environ.get("BENCH_NO_PIN"):
     # one core for the whole process: libraries whose thread pools ignore the variables

@@ -1,24 +1,25 @@
 """Peak memory and time of reverse mode through a 1,000-step loop, with and
 without checkpointing the loop body (chainrule.checkpoint): the checkpointed
 version keeps only each iteration's carry and recomputes the rest backward.
+One thread, the process pinned to one core (``_common``); peak memory is what
+NumPy allocates during one call (tracemalloc), times are min and median.
 
-    python benchmarks/checkpoint_memory.py
+    python benchmarks/checkpoint_memory.py [--quick] [--repeats N]
 """
 
-import os
+# ruff: noqa: E402, I001  (_common must be imported before NumPy)
+from __future__ import annotations
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_v] = "1"
+import _common as C  # first: pins the thread pools and the core before NumPy loads
 
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
+import time
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import chainrule as cr  # noqa: E402
-import chainrule.numpy as cnp  # noqa: E402
+import chainrule as cr
+import chainrule.numpy as cnp
 
-STEPS, N, REPEATS = 1000, 64, 5
+STEPS, N = 1000, 64
 
 
 def make_loss(x0, mode):
@@ -40,6 +41,8 @@ def make_loss(x0, mode):
 
 
 def main() -> None:
+    ns = C.parser(__doc__).parse_args()
+    repeats = C.repeats(ns, full=5, quick=2)
     rng = np.random.default_rng(0)
     W, x0 = rng.normal(size=(N, N)) * 0.1, rng.normal(size=(N, N))
     rows = []
@@ -47,16 +50,14 @@ def main() -> None:
         g = cr.grad(make_loss(x0, checkpointed))
         g(W)  # compile
         times = []
-        for _ in range(REPEATS):
+        for _ in range(repeats):
             t = time.perf_counter()
             g(W)
             times.append(time.perf_counter() - t)
-        tracemalloc.start()
-        g(W)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
+        peak = C.peak_tracemalloc(lambda g=g: g(W))
         rows.append((checkpointed, peak, min(times), float(np.median(times))))
-    print(f"reverse mode through a {STEPS}-step loop on {N}x{N} matrices (one BLAS thread)")
+    print(f"reverse mode through a {STEPS}-step loop on {N}x{N} matrices "
+          f"({C.versions()}, {repeats} repeats)")
     print(f"{'checkpoint':>22} | {'peak MB':>8} | {'saved':>6} | {'min ms':>7} | {'median ms':>9}")
     labels = {None: "none", "body": "checkpoint(step)"}
     for ck, peak, tmin, tmed in rows:

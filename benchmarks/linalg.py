@@ -5,7 +5,8 @@ For each workload: the NumPy forward time (the baseline, measured in the same
 run), then chainrule's compiled forward (``cr.jit``) and gradient
 (``cr.grad``, compiled) and the peers' gradients (autograd; PyTorch eager;
 JAX jit) as ratios to it, each library's gradient also as a ratio to its own
-forward. One thread, the process pinned; min of the repeats (medians in the
+forward. The date and the machine's load average (start and end) are printed
+with the tables. One thread, the process pinned; min of the repeats (medians in the
 second table).
 
     python benchmarks/linalg.py [--quick] [--repeats N]
@@ -17,6 +18,7 @@ from __future__ import annotations
 import _common as C  # first: sets the thread counts before NumPy loads
 
 import os
+import time
 
 import numpy as np
 
@@ -80,7 +82,7 @@ class _TorchNamespace:
     def __getattr__(self, name):
         return getattr(self.torch, name)
 
-    def einsum(self, s, *xs):
+    def einsum(self, s, *xs, optimize=None):  # torch picks the contraction order itself
         return self.torch.einsum(s, *xs)
 
     def tensordot(self, a, b, axes):
@@ -88,6 +90,7 @@ class _TorchNamespace:
 
 
 def torch_grad(fn):
+    """(forward, gradient) in PyTorch eager, or None without PyTorch."""
     torch = C.peer("torch")
     if torch is None:
         return None
@@ -97,12 +100,16 @@ def torch_grad(fn):
         ts = [torch.tensor(x, requires_grad=True) for x in args]
         return torch.autograd.grad(fn(ns, *ts), ts)
 
-    return grad
+    def forward(*tensors):
+        with torch.no_grad():
+            return fn(ns, *tensors)
+
+    return forward, grad
 
 
 def run(repeats: int) -> None:
-    print(f"linear algebra gradients; {C.versions()}; load average "
-          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"linear algebra gradients, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+          f"{C.versions()}; load average {_load()}")
     rows_min, rows_med = [], []
     jax = C.peer("jax")
     for n in SIZES:
@@ -121,8 +128,11 @@ def run(repeats: int) -> None:
 
                 fns["ag fwd"] = lambda fn=fn, args=args: fn(anp, *args)
                 fns["ag grad"] = lambda g=ag, args=args: g(args)
-            tg = torch_grad(fn)
-            if tg is not None:
+            torch_fns = torch_grad(fn)
+            if torch_fns is not None:
+                tf, tg = torch_fns
+                targs = [C.peer("torch").tensor(x) for x in args]
+                fns["torch fwd"] = lambda f=tf, a=targs: f(*a)
                 fns["torch grad"] = lambda g=tg, args=args: g(*args)
             if jax is not None:
                 jargs = [jax.device_put(x) for x in args]
@@ -137,17 +147,23 @@ def run(repeats: int) -> None:
                 base = times["numpy fwd"][k]
                 row = [f"{name} {n}", base * 1e3, times["cr fwd"][k] / base,
                        times["cr grad"][k] / base, times["cr grad"][k] / times["cr fwd"][k]]
-                for peer, fwd in (("ag", "ag fwd"), ("torch", None), ("jax", "jax fwd")):
+                for peer, fwd in (("ag", "ag fwd"), ("torch", "torch fwd"), ("jax", "jax fwd")):
                     g = times.get(f"{peer} grad")
                     row.append(None if g is None else g[k] / base)
                     if fwd is not None:
                         row.append(None if g is None else g[k] / times[fwd][k])
                 rows.append(row)
     header = ["workload n", "numpy fwd ms", "cr fwd/np", "cr grad/np", "cr grad/fwd",
-              "ag grad/np", "ag grad/fwd", "torch grad/np", "jax grad/np", "jax grad/fwd"]
+              "ag grad/np", "ag grad/fwd", "torch grad/np", "torch grad/fwd", "jax grad/np",
+              "jax grad/fwd"]
     C.table(f"min over {repeats} repeats (ratios to NumPy's forward, same run)", header,
             rows_min)
     C.table("medians", header, rows_med)
+    print(f"load average at the end: {_load()}")
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _check(fn, args, cr_grad, ag, jax) -> None:

@@ -3,8 +3,9 @@ with respect to W.
 
 Rows: chainrule (the Python ``for`` loop unrolled by tracing, compiled
 ``cr.value_and_grad``), chainrule with the loop kept as a loop
-(``cr.fori_loop``: reverse mode through ``While`` with per-iteration pullbacks
-on a stack; and the same with ``checkpoint_every=10``), hand-written NumPy
+(``cr.fori_loop``: reverse mode through ``While``, each step's residuals on stacks
+of arrays; the same with ``checkpoint_every=10``, and with binomial checkpointing
+under ``checkpoint=cr.Budget(snapshots=10)``), hand-written NumPy
 backprop (the baseline: forward
 keeps each step's tanh, backward walks them in reverse), autograd, PyTorch
 eager, JAX (``lax.scan`` under ``jit``), each when installed.
@@ -66,17 +67,20 @@ def run_shape(batch: int, width: int, steps: int, reps: int) -> None:
     assert np.allclose(g, ref) and np.allclose(value, ref_value)
     rows["chainrule (unrolled, compiled)"] = lambda: vg(w, x)
 
-    def looped(every):
+    def looped(every, budget=None):
         def loss(w, x):
             body = lambda i, x: x - 0.1 * cnp.tanh(x @ w)
-            return cnp.sum(cr.fori_loop(0, steps, body, x, checkpoint_every=every) ** 2)
+            return cnp.sum(cr.fori_loop(0, steps, body, x, checkpoint_every=every,
+                                        checkpoint=budget) ** 2)
 
         return cr.value_and_grad(loss)
 
-    vl, vc = looped(None), looped(10)
-    assert np.allclose(vl(w, x)[1], ref) and np.allclose(vc(w, x)[1], ref)
+    vl, vc, vb = looped(None), looped(10), looped(None, cr.Budget(snapshots=10))
+    for fn in (vl, vc, vb):
+        assert np.allclose(fn(w, x)[1], ref)
     rows["chainrule (fori_loop, compiled)"] = lambda: vl(w, x)
     rows["chainrule (fori_loop, checkpoint_every=10)"] = lambda: vc(w, x)
+    rows["chainrule (fori_loop, Budget(snapshots=10))"] = lambda: vb(w, x)
     rows["hand-written NumPy"] = lambda: hand_value_and_grad(w, x, steps)
     ag = C.peer("autograd")
     if ag is not None:

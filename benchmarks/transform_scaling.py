@@ -1,11 +1,22 @@
-"""How the compiler stages scale with program length: the gradient pass alone
-(``chainrule.transform.gradient.gradient``) on a traced chain of N bindings,
-then ``optimize`` of its output and code generation (``compile_module``) of
-that, each timed separately. Microseconds per binding of the traced input
-(min and median over repeats) for N = 1k, 10k, 100k; flat columns mean
-linear time.
+"""How the compiler stages scale with program length: every pass, the printer, the
+parser and code generation, on a traced chain of N bindings (N = 1k, 10k, 100k), and
+the first ``cr.grad`` of the chain end to end.
 
-    python benchmarks/transform_scaling.py [--quick] [--repeats N] [--sizes 1000 10000] [--no-gc]
+Each stage runs in a forked child of a process holding its input (the traced chain,
+its gradient program, ...), so the peak resident memory reported is the stage's own
+peak (what was live before it included, as a user would see it). Columns:
+microseconds per binding of the traced chain (min and median over repeats) and peak
+RSS in MB; flat columns mean linear time.
+
+Stages: ``gradient`` (the reverse-mode pass), ``jvp``, ``linearize``, ``transpose``
+(of the linearized tangent program), ``dce``, ``cse``, ``simplify``, ``optimize`` (of
+the gradient program), ``printer`` and ``parser`` (of the gradient program's text),
+``codegen`` (source and ``compile()`` of the optimized gradient program), and
+``first grad``: ``cr.grad(chain)(x, y)`` from a new function, tiered (interpreted
+first call) and with ``eager_compile=True`` (compile-first), seconds and MB.
+
+    python benchmarks/transform_scaling.py [--quick] [--repeats N] [--sizes 1000 10000]
+        [--stages gradient optimize ...]
 """
 
 # ruff: noqa: E402, I001  (_common must be imported before NumPy)
@@ -14,6 +25,10 @@ from __future__ import annotations
 import _common as C  # first: sets the thread counts before NumPy loads
 
 import gc
+import os
+import pickle
+import platform
+import resource
 import statistics
 import time
 
@@ -23,9 +38,17 @@ import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule.backend.codegen import compile_module
 from chainrule.ir.nodes import Module
+from chainrule.ir.parser import parse
+from chainrule.transform.cse import cse
+from chainrule.transform.dce import dce
 from chainrule.transform.gradient import gradient
+from chainrule.transform.jvp import jvp
+from chainrule.transform.linearize import linearize
+from chainrule.transform.simplify import simplify
+from chainrule.transform.transpose import transpose
 
-STAGES = ("gradient", "optimize", "codegen")
+STAGES = ("gradient", "jvp", "linearize", "transpose", "dce", "cse", "simplify", "optimize",
+          "printer", "parser", "codegen", "first grad", "first grad eager")
 
 
 def make_chain(n: int):
@@ -40,48 +63,128 @@ def make_chain(n: int):
     return chain
 
 
-def measure(module: Module, collect: bool) -> dict[str, float]:
-    out = {}
-    main = module["main"]
-    gc.collect()
-    if not collect:
-        gc.disable()
-    t = time.perf_counter()
-    g = gradient(module, "main", require_grads=list(main.params))
-    out["gradient"] = time.perf_counter() - t
-    g = Module({"main_adjoint": g["main_adjoint"]}, g.meta)
-    t = time.perf_counter()
-    m = cr.optimize(g)
-    out["optimize"] = time.perf_counter() - t
-    t = time.perf_counter()
-    compile_module(m, "main_adjoint")
-    out["codegen"] = time.perf_counter() - t
-    gc.enable()
-    return out
+def in_child(fn):
+    """(seconds, peak RSS in MB) of ``fn()`` run in a forked child."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, report, leave without cleanup
+        try:
+            os.close(read)
+            gc.collect()
+            gc.freeze()  # what the parent built is not the stage's to collect
+            start = time.perf_counter()
+            fn()
+            seconds = time.perf_counter() - start
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            os.write(write, pickle.dumps((seconds, peak)))
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    if not data:
+        raise RuntimeError("the child stage failed")
+    return pickle.loads(data)
+
+
+class Inputs:
+    """The inputs of every stage, made once (in the parent) when first needed."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.x, self.y = np.zeros(3), np.full(3, 0.5)
+        self.chain = cr.trace(make_chain(n), self.x, self.y)
+        self._cache: dict = {}
+
+    def get(self, name):
+        if name not in self._cache:
+            self._cache[name] = getattr(self, "_" + name)()
+        return self._cache[name]
+
+    def _grad(self):
+        main = self.chain["main"]
+        g = gradient(self.chain, "main", require_grads=list(main.params))
+        return Module({"main_adjoint": g["main_adjoint"]}, g.meta)
+
+    def _optimized(self):
+        return cr.optimize(self.get("grad"))
+
+    def _linearized(self):
+        return linearize(self.chain, "main")
+
+    def _text(self):
+        return str(self.get("grad"))
+
+
+def stage_fn(name: str, inp: Inputs):
+    chain, main = inp.chain, inp.chain["main"]
+    if name == "gradient":
+        return lambda: gradient(chain, "main", require_grads=list(main.params))
+    if name == "jvp":
+        return lambda: jvp(chain, "main")
+    if name == "linearize":
+        return lambda: linearize(chain, "main")
+    if name == "transpose":
+        lin = inp.get("linearized")
+        tangent = lin["main_tangent"]
+        n_res = len(tangent.params) - len(main.params)
+        names = [p.name for p in tangent.params[n_res:]]
+        return lambda: transpose(lin, "main_tangent", linear=names)
+    if name in ("dce", "cse", "simplify", "optimize", "printer"):
+        g = inp.get("grad")
+        return {"dce": lambda: dce(g), "cse": lambda: cse(g), "simplify": lambda: simplify(g),
+                "optimize": lambda: cr.optimize(g), "printer": lambda: str(g)}[name]
+    if name == "parser":
+        text = inp.get("text")
+        return lambda: parse(text)
+    if name == "codegen":
+        m = inp.get("optimized")
+        return lambda: compile_module(m, "main_adjoint")
+    if name in ("first grad", "first grad eager"):
+        eager = name.endswith("eager")
+        x, y = inp.x, inp.y
+        return lambda: cr.grad(make_chain(inp.n), argnums=(0, 1), eager_compile=eager)(x, y)
+    raise ValueError(name)
 
 
 def main() -> None:
     p = C.parser(__doc__)
     p.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    p.add_argument("--no-gc", action="store_true", help="cyclic collector off while timing")
+    p.add_argument("--stages", nargs="+", default=list(STAGES))
     ns = p.parse_args()
     reps = C.repeats(ns, 3, 1)
-    x, y = np.zeros(3), np.full(3, 0.5)
-    rows = []
+    # no peer libraries imported: their memory would be in every stage's peak RSS
+    print(f"python {platform.python_version()}, numpy {np.__version__}, 1 thread; load "
+          f"average {os.getloadavg()[0]:.2f}")
+    results: dict = {}
+    counts = {}
     for n in ns.sizes:
-        module = cr.trace(make_chain(n), x, y)
-        count = len(module["main"].body.bindings)
-        runs = [measure(module, not ns.no_gc) for _ in range(reps)]
-        row = [count]
-        for stage in STAGES:
-            us = [r[stage] / count * 1e6 for r in runs]
-            row += [min(us), statistics.median(us)]
+        inp = Inputs(n)
+        counts[n] = len(inp.chain["main"].body.bindings)
+        for stage in ns.stages:
+            fn = stage_fn(stage, inp)
+            runs = [in_child(fn) for _ in range(reps if n < 100_000 else 1)]
+            results[stage, n] = runs
+        del inp
+        gc.collect()
+    header = ["stage"]
+    for n in ns.sizes:
+        header += [f"{counts[n]} min", "median", "MB"]
+    rows = []
+    for stage in ns.stages:
+        row = [stage]
+        for n in ns.sizes:
+            runs = results[stage, n]
+            if stage.startswith("first grad"):
+                secs = [r[0] for r in runs]  # seconds, not per binding
+            else:
+                secs = [r[0] / counts[n] * 1e6 for r in runs]
+            row += [min(secs), statistics.median(secs), max(r[1] for r in runs)]
         rows.append(row)
-    header = ["bindings"]
-    for stage in STAGES:
-        header += [f"{stage} min", "median"]
-    C.table(f"microseconds per binding of the traced chain, {reps} repeat(s), collector "
-            f"{'off' if ns.no_gc else 'on'}", header, rows)
+    C.table(f"microseconds per binding of the traced chain (first grad: seconds), peak RSS "
+            f"MB; {reps} repeat(s) (1 at 100k); load average {os.getloadavg()[0]:.2f}",
+            header, rows)
 
 
 if __name__ == "__main__":

@@ -17,20 +17,21 @@ from .api_forward import (
     linear_transpose,
     linearize,
 )
+from .api_vmap import vmap
 from .backend.interpret import run
 from .custom import custom_jvp, custom_vjp
 from .errors import ChainruleError, ParseError, VerifyError
-from .frontend import checkpoint, cond, fori_loop, scan, script, while_loop
+from .frontend import Budget, checkpoint, cond, fori_loop, scan, script, while_loop
 from .frontend.tracer import trace
 from .ir import Module, parse, structural_equal, verify
 from .rules import register_jvp, register_vjp
 from .solvers import custom_root, fixed_point, odeint
 
 __all__ = [
-    "ChainruleError", "Module", "ParseError", "VerifyError", "checkpoint", "cond",
+    "Budget", "ChainruleError", "Module", "ParseError", "VerifyError", "checkpoint", "cond",
     "custom_jvp", "custom_root", "custom_vjp", "fixed_point", "fori_loop", "odeint",
     "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit", "jvp", "jvp_via_vjp", "linear_transpose",
     "linearize",
     "optimize", "parse", "register_jvp", "register_vjp", "run", "scan", "script",
-    "random", "structural_equal", "trace", "value_and_grad", "verify", "vjp", "while_loop",
+    "random", "structural_equal", "trace", "value_and_grad", "verify", "vjp", "vmap", "while_loop",
 ]

@@ -14,9 +14,8 @@ import warnings
 
 import numpy as np
 
-from .backend.codegen import compile_module
 from .backend.interpret import Interpreter
-from .backend.namespaces import OnBackend, call_compiled, get_namespace, namespace_of_leaves
+from .backend.namespaces import OnBackend, get_namespace
 from .checks import (
     BoundCall,
     ManyStaticValues,
@@ -37,13 +36,20 @@ from .errors import (
     ConcretizationError,
     GradientError,
 )
-from .frontend.capture import Guards, Stale
+from .frontend.capture import Stale
 from .frontend.randomness import RandomDraws
-from .frontend.tracer import Trace, Traced, current_trace, trace_function
-from .ir.nodes import Module, Tuple, Var
+from .frontend.specialization import (  # noqa: F401  (used by the other APIs)
+    _atom_of,
+    _Compiled,
+    _outer_trace,
+    _unpack_atom,
+    inline_into,
+)
+from .frontend.tracer import Traced, current_trace, trace_function
+from .ir.collector import paused
+from .ir.nodes import Module
 from .ir.op import is_dispatched
 from .ir.types import TensorType, has_float
-from .ir.visitor import Mutator
 from .transform.optimize import optimize
 from .tree import flatten, unflatten
 
@@ -61,104 +67,6 @@ def _leaf_ranges(args) -> list[range]:
         out.append(range(start, start + n))
         start += n
     return out
-
-
-def inline_into(trace: Trace, module: Module, func: str, args):
-    """Emit ``func`` of ``module`` into ``trace`` with ``args`` (atoms) for its parameters."""
-    fn = module[func]
-    m = Mutator(module)
-    m.builder = trace.builder
-    for p, a in zip(fn.params, args):
-        m.subst[p] = a
-    for name in module.functions:
-        if name != func:
-            trace.builder.extra_globals.setdefault(name, module.functions[name].type)
-            getattr(trace, "functions", {}).setdefault(name, module.functions[name])
-    m.emit_bindings(fn.body.bindings)
-    return m.atom(fn.body.result)
-
-
-def _unpack_atom(trace: Trace, atom):
-    """Python values (Traced / tuples of them) for a result atom of an inlined function."""
-    if isinstance(atom, Tuple):
-        return tuple(_unpack_atom(trace, f) for f in atom.fields)
-    if isinstance(atom, Var):
-        return trace.wrap(atom)
-    return atom.data
-
-
-def _atom_of(trace: Trace, x):
-    if isinstance(x, tuple):
-        return Tuple(_atom_of(trace, e) for e in x)
-    return trace.atom(x)
-
-
-def _outer_trace(leaves) -> Trace | None:
-    best = None
-    for x in leaves:
-        if isinstance(x, Traced) and (best is None or x.tracer.level > best.level):
-            best = x.tracer
-    return best
-
-
-class _Compiled:
-    """One specialization: the module, its entry function and how to call it.
-
-    Its parameters are the leaves of the arguments, the values lifted from
-    enclosing traces, the hidden inputs (arrays the function reads from outside
-    its arguments, fetched afresh at every call: ``frontend.capture``), then a
-    ``tail`` (cotangents, tangents). ``hidden=False`` for a function of other
-    parameters (a tangent program of residuals)."""
-
-    def __init__(self, module, func, traced, extra, hidden: bool = True):
-        self.module = module
-        self.func = func
-        self.traced = traced
-        self.extra = extra  # per-kind data (tree structures, positions)
-        self.guards = traced.guards if hidden else Guards()
-        self._callable = None
-
-    def run_fast(self, leaves):
-        """``run`` for arrays known to match the compiled signature exactly (see
-        ``_Transform.__call__``): no coercion, no trace lookup. Raises ``Stale`` when
-        the function's surroundings changed (it must be traced again)."""
-        if self.guards:
-            return self._fast(*leaves, *self.guards.inputs())
-        return self._fast(*leaves)
-
-    def exact_for(self, leaves) -> bool:
-        """Whether these NumPy leaves are exactly the compiled parameters' types (then
-        later calls with the same shapes and dtypes may skip the coercion)."""
-        if self.traced.lifted_values or self._callable is None:
-            return False
-        fast = getattr(self._callable, "call_unchecked", None)
-        params = self.module[self.func].params
-        if fast is None or len(params) != len(leaves) + len(self.guards.captures):
-            return False
-        for p, x in zip(params, leaves):
-            t = p.type
-            if not (isinstance(t, TensorType) and t.is_static and x.dtype == t.dtype.numpy
-                    and x.shape == tuple(t.shape)):
-                return False
-        self._fast = fast
-        return True
-
-    def run(self, leaves, tail=()):
-        return self.run_all(list(leaves) + list(self.traced.lifted_values)
-                            + self.guards.inputs() + list(tail))
-
-    def run_all(self, args):
-        """Run on every parameter's value (leaves, lifted, hidden, tail)."""
-        outer = _outer_trace(args)
-        if outer is not None:
-            atoms = [_atom_of(outer, a) for a in args]
-            return _unpack_atom(outer, inline_into(outer, self.module, self.func, atoms))
-        if namespace_of_leaves(args) is not None:  # PyTorch, CuPy or Dask arrays
-            return call_compiled(self.module, self.func, args)
-        if self._callable is None:
-            self._callable = compile_module(self.module, self.func)
-        return self._callable(*[a if a is None or isinstance(a, tuple) else np.asarray(a)
-                                for a in args])
 
 
 class _Transform:
@@ -186,6 +94,15 @@ class _Transform:
         functools.update_wrapper(self, f, updated=())
         self.__name__ = f"{name}({getattr(f, '__name__', 'f')})"
         self.kind = name
+        self.poly = None  # polymorphic_shapes specifications (frontend.polymorphic)
+
+    def leaf_types(self, call: BoundCall):
+        """The symbolic types of the leaves of ``call`` (None without polymorphic_shapes)."""
+        if self.poly is None:
+            return None
+        from .frontend.polymorphic import leaf_types
+
+        return leaf_types(self.poly, call.args[:call.n_pos])
 
     def bind(self, args, kwargs) -> BoundCall:
         diff = () if self.diff is None else check_argnums(self.diff, len(args), self.kind)
@@ -195,14 +112,21 @@ class _Transform:
         if not isinstance(call, BoundCall):  # a tuple of arguments (jit(f).module(x) etc.)
             call = self.bind(tuple(call), {})
         leaves, in_tree = call.flat()
-        sig = (in_tree, tuple(leaf_signature(x) for x in leaves))
+        types = self.leaf_types(call)
+        if types is None:
+            sig = (in_tree, tuple(leaf_signature(x) for x in leaves))
+        else:  # a symbolic leaf is keyed by its type: one program for every size
+            types = types + [None] * (len(leaves) - len(types))
+            sig = (in_tree, tuple(leaf_signature(x) if t is None or isinstance(x, Traced)
+                                  else t for x, t in zip(leaves, types)))
         key = (call.key, sig)
         entry = self.cache.get(key)
         traced = any(isinstance(x, Traced) for x in leaves)
         if entry is None and not traced and self.on_tape and self.statics.too_many(call, sig):
             raise ManyStaticValues(self.__name__)
         if entry is None or traced or entry.traced.lifted_values:
-            entry = self.build(call, leaves)
+            with paused():  # tracing and the passes make many objects, few cycles
+                entry = self.build(call, leaves)
             if not entry.traced.lifted_values and not any(isinstance(x, Traced) for x in leaves):
                 if len(self.cache) >= self.MAX_SPECIALIZATIONS:
                     self.forget(self.cache[next(iter(self.cache))])
@@ -272,12 +196,13 @@ class _Transform:
 # -- grad / value_and_grad -----------------------------------------------------------
 
 
-def _build_grad(f, argnums, has_aux, call, leaves, holomorphic=False):
+def _build_grad(f, argnums, has_aux, call, leaves, holomorphic=False, leaf_types=None,
+                eager=None):
     from .transform.gradient import gradient
 
     args = call.args
     nums = _argnums_tuple(argnums, call.n_pos)
-    tf = trace_function(call.fn, args, capture=True)
+    tf = trace_function(call.fn, args, capture=True, leaf_types=leaf_types)
     fn = tf.module["main"]
     ranges = _leaf_ranges(args)
     wanted = []
@@ -325,14 +250,17 @@ def _build_grad(f, argnums, has_aux, call, leaves, holomorphic=False):
     if holomorphic and not (isinstance(target, TensorType) and target.dtype[0] == "c"):
         raise GradientError(f"grad(holomorphic=True) needs a complex output, got {target!r}")
     module = gradient(tf.module, "main", require_grads=wanted, target_index=target_index)
-    module = optimize(Module({"main_adjoint": module["main_adjoint"],
-                              **{k: v for k, v in module.functions.items()
-                                 if k not in ("main", "main_adjoint")}}, module.meta))
-    module = _reachable(module, "main_adjoint")
-    entry = _Compiled(module, "main_adjoint", tf, None)
+    module = Module({"main_adjoint": module["main_adjoint"],
+                     **{k: v for k, v in module.functions.items()
+                        if k not in ("main", "main_adjoint")}}, module.meta)
+    entry = _Compiled(module, "main_adjoint", tf, None, prepare=_optimize_adjoint, eager=eager)
     entry.nums, entry.ranges, entry.out_tree = nums, ranges, tf.out_tree
     entry.arg_trees = [flatten(args[a])[1] for a in nums]
     return entry
+
+
+def _optimize_adjoint(module: Module) -> Module:
+    return _reachable(optimize(module), "main_adjoint")
 
 
 def _reachable(module: Module, root: str) -> Module:
@@ -352,7 +280,8 @@ def _grads_tree(entry, grads, args):
 
 
 def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
-                   static_argnums=None, static_argnames=None):
+                   static_argnums=None, static_argnames=None, polymorphic_shapes=None,
+                   eager_compile: bool | None = None):
     """``f -> (lambda *args: (f(*args), gradient))`` with JAX's conventions:
     with ``has_aux`` the value is ``(value, aux)``; with a tuple ``argnums``
     the gradient is a tuple, one per argument. For a real-valued f of complex z
@@ -365,6 +294,16 @@ def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = Fals
     ``static_argnums`` / ``static_argnames`` name (hashable, immutable values);
     keyword arguments are never differentiated.
 
+    ``polymorphic_shapes`` (JAX's, one string per positional argument such as
+    ``"(b, 3)"``) compiles one program for every size of the named dimensions
+    (see ``docs/symbolic_shapes.md``); an ``@script`` function annotated
+    ``"f64[n, 3]"`` gets it from its annotations.
+
+    A new signature's first calls run the gradient program in the interpreter; it is
+    optimized and compiled when called often enough to pay that back
+    (``chainrule.backend.tiered``). ``eager_compile=True`` compiles before the first
+    call (for benchmarks; ``CHAINRULE_EAGER_COMPILE=1`` sets the default).
+
     >>> import numpy as np, chainrule.numpy as cnp
     >>> loss = lambda w, i, scale=1.0: cnp.sum(w[i % 2:] ** 2) * scale
     >>> value, g = value_and_grad(loss)(np.array([1.0, 2.0]), 3, scale=2.0)
@@ -376,7 +315,8 @@ def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = Fals
     statics = StaticArgs(f, static_argnums, static_argnames, "value_and_grad")
 
     def build(call, leaves):
-        entry = _build_grad(f, argnums, has_aux, call, leaves, holomorphic)
+        entry = _build_grad(f, argnums, has_aux, call, leaves, holomorphic,
+                            transform.leaf_types(call), eager_compile)
 
         def finish(result, args):
             value, grads = own(result, args)
@@ -407,16 +347,31 @@ def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = Fals
         g = gtrees[0] if isinstance(argnums, (int, np.integer)) else tuple(gtrees)
         return ((value, aux) if has_aux else value), g
 
-    return _Transform(f, build, "value_and_grad", on_tape, statics=statics, diff=argnums)
+    transform = _Transform(f, build, "value_and_grad", on_tape, statics=statics, diff=argnums)
+    transform.poly = _polymorphic(f, polymorphic_shapes, "value_and_grad")
+    return transform
+
+
+def _polymorphic(f, polymorphic_shapes, name: str):
+    """The parsed ``polymorphic_shapes`` of a transform of ``f`` (an ``@script``
+    function's symbolic annotations by default)."""
+    from .frontend.polymorphic import annotation_specs, parse_specs
+
+    if polymorphic_shapes is None:
+        return annotation_specs(f)
+    return parse_specs(polymorphic_shapes, name)
 
 
 def grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
-         static_argnums=None, static_argnames=None):
+         static_argnums=None, static_argnames=None, polymorphic_shapes=None,
+         eager_compile: bool | None = None):
     """``f -> gradient of f`` w.r.t. argument ``argnums`` (JAX's conventions; with
-    ``has_aux`` returns ``(gradient, aux)``; static arguments as ``value_and_grad``)."""
+    ``has_aux`` returns ``(gradient, aux)``; static arguments, ``polymorphic_shapes`` and
+    ``eager_compile`` as ``value_and_grad``)."""
     check_callable(f, "grad")
     check_argnums_form(argnums, "grad")
-    vg = value_and_grad(f, argnums, has_aux, holomorphic, static_argnums, static_argnames)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic, static_argnums, static_argnames,
+                        polymorphic_shapes, eager_compile)
 
     def g(*args, **kwargs):
         value, grads = vg(*args, **kwargs)
@@ -432,11 +387,32 @@ def grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
 # -- jit --------------------------------------------------------------------------------
 
 
-def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None):
+def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None,
+        polymorphic_shapes=None, eager_compile: bool | None = None):
     """Trace ``f`` once per input signature, optimize, and run the generated code
     (``backend="interpret"`` runs the reference interpreter instead). Python ints,
     bools and strings, and the arguments ``static_argnums`` / ``static_argnames``
-    name, are static: baked into the program, which is traced again for a new value."""
+    name, are static: baked into the program, which is traced again for a new value.
+
+    ``polymorphic_shapes`` (JAX's: one specification per positional argument, e.g.
+    ``("(b, 3)", None)``) makes the named dimensions symbols: one program serves
+    every size of them (see ``docs/symbolic_shapes.md``).
+
+    A new signature's first calls run the traced program in the interpreter; it is
+    optimized and compiled when called often enough to pay that back
+    (``chainrule.backend.tiered``); ``eager_compile=True`` compiles before the first
+    call (for benchmarks; ``CHAINRULE_EAGER_COMPILE=1`` sets the default).
+
+    >>> import numpy as np, chainrule.numpy as cnp
+    >>> f = jit(lambda x: cnp.mean(x, axis=0), polymorphic_shapes=["(b, 3)"])
+    >>> f(np.ones((2, 3))), f(np.ones((7, 3)))[0]
+    (array([1., 1., 1.]), np.float64(1.0))
+    >>> print(f.module(np.ones((5, 3))))
+    def main(x: f64[b, 3]) -> f64[3]:
+        lv0 = mean(x, axis=(0,))
+        return lv0
+    <BLANKLINE>
+    """
     check_callable(f, "jit")
     if backend in ("numpy", "torch", "cupy", "dask"):  # arrays moved to that library
         return OnBackend(jit(f, "codegen", static_argnums, static_argnames),
@@ -447,12 +423,10 @@ def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None):
     statics = StaticArgs(f, static_argnums, static_argnames, "jit")
 
     def build(call, leaves):
-        tf = trace_function(call.fn, call.args, capture=True)
-        module = optimize(tf.module)
-        entry = _Compiled(module, "main", tf, None)
+        tf = trace_function(call.fn, call.args, capture=True, leaf_types=t.leaf_types(call))
+        entry = _Compiled(tf.module, "main", tf, None, prepare=optimize, eager=eager_compile)
         if backend == "interpret":
-            from .backend.interpret import Interpreter
-
+            module = entry.module
             interp = Interpreter(module)
             entry._callable = lambda *a: interp.call_function(module["main"], list(a), {})
 
@@ -469,26 +443,27 @@ def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None):
         return call.fn(*call.args)
 
     t = _Transform(f, build, "jit", uncompiled, fallback_for=RandomDraws, statics=statics)
+    t.poly = _polymorphic(f, polymorphic_shapes, "jit")
     t.module = lambda *args, **kwargs: t.specialize(t.bind(args, kwargs))[0].module
     t.source = lambda *args, **kwargs: _source_of(t.specialize(t.bind(args, kwargs))[0])
     return t
 
 
 def _source_of(entry) -> str:
-    from .backend.codegen import compile_module
-
-    return compile_module(entry.module, entry.func).source
+    return entry.tiers.compile().source
 
 
 # -- vjp --------------------------------------------------------------------------------
 
 
-def vjp(f, *primals, has_aux: bool = False):
+def vjp(f, *primals, has_aux: bool = False, eager_compile: bool | None = None):
     """``(out, pullback)`` with ``pullback(cotangent)`` a tuple, one per primal.
 
     On arrays, the pullback is a compiled closure over the forward values (no
     recomputation). Inside a trace, the pullback re-emits the adjoint program
     and CSE merges its copy of the forward computation with the first one.
+    Each call traces ``f`` again, so the program runs in the interpreter unless
+    ``eager_compile=True`` (``chainrule.backend.tiered``).
     """
     from .transform.gradient import gradient, vjp_module
 
@@ -496,7 +471,8 @@ def vjp(f, *primals, has_aux: bool = False):
     if any(getattr(x, "requires_grad", False) for x in flatten(tuple(primals))[0]):
         return _vjp_on_tape(f, primals, has_aux)
     try:
-        tf = trace_function(f, primals, capture=True)
+        with paused():
+            tf = trace_function(f, primals, capture=True)
     except ConcretizationError:
         if any(isinstance(x, Traced) for x in flatten(tuple(primals))[0]):
             raise
@@ -527,10 +503,11 @@ def vjp(f, *primals, has_aux: bool = False):
     if outer is None:
         try:
             # the captured arrays (hidden parameters after the leaves) are constants
-            module = optimize(vjp_module(tf.module, "main", wrt=range(len(leaves))))
+            module = vjp_module(tf.module, "main", wrt=range(len(leaves)))
         except CompiledHigherOrderError:
             return _vjp_on_tape(f, primals, has_aux)
-        out, pull_compiled = _Compiled(module, "main_vjp", tf, None).run(leaves)
+        out, pull_compiled = _Compiled(module, "main_vjp", tf, None, prepare=optimize,
+                                       eager=eager_compile).run(leaves)
 
         def pull(ct):
             if any(is_dispatched(c) for c in flatten(ct)[0]):

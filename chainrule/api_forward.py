@@ -12,6 +12,7 @@ from .api import Stale, _Compiled, _leaf_ranges, _outer_trace, grad, optimize, v
 from .checks import check_callable, check_tuple, leaf_signature, like
 from .errors import CompiledHigherOrderError, ConcretizationError, GradientError
 from .frontend.tracer import Traced, trace_function
+from .ir.collector import collector_paused
 from .ir.nodes import Binding, Block, Function, Module, Tuple, TupleGetItem, Var
 from .ir.types import has_float
 from .tree import flatten, unflatten
@@ -124,7 +125,8 @@ def _jvp_on_tape(f, primals, tangents):
 class _JvpPlan:
     """``f`` traced at the primals' types, its jvp program optimized and ready to run."""
 
-    def __init__(self, f, primals, tangent_only: bool = False):
+    @collector_paused
+    def __init__(self, f, primals, tangent_only: bool = False, eager: bool | None = None):
         from .transform.jvp import jvp as jvp_pass
 
         self.tf = tf = trace_function(f, primals, capture=True)
@@ -135,9 +137,9 @@ class _JvpPlan:
         self.tangent_only = tangent_only
         if tangent_only:  # drop the primal output, and with it the work only it needs
             module = _tangent_output_only(module, "main_jvp")
-        module = optimize(module)
         self.floats = _float_positions(main, n)
-        self.entry = _Compiled(module, "main_jvp", tf, None)
+        # interpreted first, optimized and compiled when called again (backend.tiered)
+        self.entry = _Compiled(module, "main_jvp", tf, None, prepare=optimize, eager=eager)
 
     def run(self, leaves, t_leaves):
         tf, main = self.tf, self.main
@@ -280,11 +282,12 @@ def _zeros_tree(tree):
 _HVP_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def hvp(f, primals, tangents):
+def hvp(f, primals, tangents, eager_compile: bool | None = None):
     """Hessian-vector product by forward over reverse: ``jvp(grad(f), primals, tangents)[1]``.
 
-    On arrays, the program is traced and compiled once per function and primal
-    signature (like ``grad``), later calls only run it."""
+    On arrays, the program is traced once per function and primal signature (like
+    ``grad``), later calls only run it: interpreted at first, compiled when called
+    often enough (``eager_compile=True``: at once; ``chainrule.backend.tiered``)."""
     check_callable(f, "hvp")
     primals = check_tuple(primals, "hvp", "primals")
     tangents = check_tuple(tangents, "hvp", "tangents")
@@ -308,7 +311,7 @@ def hvp(f, primals, tangents):
             plan = None
     if plan is None:
         try:
-            plan = _JvpPlan(grad(f), primals, tangent_only=True)
+            plan = _JvpPlan(grad(f), primals, tangent_only=True, eager=eager_compile)
         except (ConcretizationError, CompiledHigherOrderError):
             return jvp(grad(f), primals, tangents)[1]
         if not plan.tf.lifted_values:

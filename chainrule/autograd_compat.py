@@ -49,6 +49,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import numpy as cnp
+from ._autograd_misc import adam, check_grads, flatten_func, make_ggnvp, rmsprop, sgd
 from .api import grad as _grad
 from .api import jit as _jit
 from .api import value_and_grad as _value_and_grad
@@ -70,14 +71,56 @@ from .tree import unflatten as _tree_unflatten
 # -- differential operators -----------------------------------------------------------
 
 
+def _one_element(fun):
+    """``fun`` returning ``(scalar, original output)``: autograd differentiates an output
+    with one element of any shape (``(1,)``, ``(1, 1)``), chainrule's grad a scalar."""
+
+    def scalar(*args, **kwargs):
+        out = fun(*args, **kwargs)
+        shape = tuple(getattr(out, "shape", ()))
+        if shape and all(n == 1 for n in shape):
+            return cnp.reshape(out, ()), out
+        return out, out
+
+    functools.update_wrapper(scalar, fun, updated=())
+    return scalar
+
+
+def _scalar(fun):
+    """``fun`` with a one-element output reshaped to a scalar (see ``_one_element``)."""
+    one = _one_element(fun)
+
+    def scalar(*args, **kwargs):
+        return one(*args, **kwargs)[0]
+
+    functools.update_wrapper(scalar, fun, updated=())
+    return scalar
+
+
 def grad(fun, argnum=0):
-    """The gradient of a real scalar-valued ``fun`` w.r.t. argument ``argnum``."""
-    return _grad(fun, argnums=argnum)
+    """The gradient of a real scalar-valued ``fun`` w.r.t. argument ``argnum`` (an
+    output with a single element, e.g. of shape ``(1,)``, counts as a scalar)."""
+    check_callable(fun, "grad")
+    g = _grad(_one_element(fun), argnums=argnum, has_aux=True)
+    return functools.wraps(fun)(lambda *args, **kwargs: g(*args, **kwargs)[0])
 
 
 def value_and_grad(fun, argnum=0):
     """``(fun(*args), grad(fun)(*args))`` from one compiled program."""
-    return _value_and_grad(fun, argnums=argnum)
+    check_callable(fun, "value_and_grad")
+    vg = _value_and_grad(_one_element(fun), argnums=argnum, has_aux=True)
+
+    def value_and_gradient(*args, **kwargs):
+        (_, value), gradient = vg(*args, **kwargs)
+        return value, gradient
+
+    return functools.wraps(fun)(value_and_gradient)
+
+
+def grad_and_aux(fun, argnum=0):
+    """``(gradient, aux)`` of a ``fun`` returning ``(scalar, aux)`` (``cr.grad`` with
+    ``has_aux=True``)."""
+    return _grad(fun, argnums=argnum, has_aux=True)
 
 
 def holomorphic_grad(fun, argnum=0):
@@ -105,7 +148,8 @@ def jacobian(fun, argnum=0):
 
 def hessian(fun, argnum=0):
     """The Hessian of a scalar ``fun``: shape ``in.shape + in.shape``."""
-    return _hessian(fun, argnums=argnum)
+    check_callable(fun, "hessian")
+    return _hessian(_scalar(fun), argnums=argnum)
 
 
 def _replace(args: tuple, argnum, value) -> tuple:
@@ -128,6 +172,7 @@ def hessian_tensor_product(fun, argnum=0):
     """``(*args, vector) -> H @ vector``: the Hessian of scalar ``fun`` w.r.t.
     argument ``argnum`` contracted with ``vector`` (forward over reverse, compiled)."""
     check_callable(fun, "hessian_tensor_product")
+    fun = _scalar(fun)
 
     def product(*args):
         args, vector = args[:-1], args[-1]
@@ -143,7 +188,7 @@ hessian_vector_product = hessian_tensor_product
 def make_hvp(fun, argnum=0):
     """``(*args) -> (hvp, gradient)``: ``hvp(vector)`` is H @ vector at that point."""
     product = hessian_tensor_product(fun, argnum)
-    gradient = _grad(fun, argnums=argnum)
+    gradient = grad(fun, argnum)
 
     def at(*args):
         return (lambda vector: product(*args, vector)), gradient(*args)
@@ -529,8 +574,9 @@ def defjvp(fun, *jvpfuns, argnums=None) -> None:
 
 
 __all__ = [
-    "checkpoint", "defjvp", "defvjp", "deriv", "elementwise_grad", "flatten", "grad",
-    "grad_named", "hessian", "hessian_tensor_product", "hessian_vector_product",
-    "holomorphic_grad", "jacobian", "make_hvp", "make_jvp", "make_vjp", "multigrad_dict",
-    "primitive", "tensor_jacobian_product", "value_and_grad", "vector_jacobian_product",
+    "adam", "check_grads", "checkpoint", "defjvp", "defvjp", "deriv", "elementwise_grad",
+    "flatten", "flatten_func", "grad", "grad_and_aux", "grad_named", "hessian",
+    "hessian_tensor_product", "hessian_vector_product", "holomorphic_grad", "jacobian",
+    "make_ggnvp", "make_hvp", "make_jvp", "make_vjp", "multigrad_dict", "primitive", "rmsprop",
+    "sgd", "tensor_jacobian_product", "value_and_grad", "vector_jacobian_product",
 ]

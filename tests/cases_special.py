@@ -52,6 +52,7 @@ CASES = [
     case("scipy.special.gammaln", lambda x: csp.gammaln(x), sp.gammaln,
          U(4, lo=-2.9, hi=-2.1), note="negative"),
     _unary("digamma", P, ref=sp.psi, extra=(_INTS,)),
+    _unary("psi", P, extra=(_INTS,)),
     _unary("gamma", P, extra=(U(4, lo=-2.9, hi=-2.1),)),
     case("scipy.special.polygamma", lambda x: csp.polygamma(_INT_ORDERS, x),
          lambda x: sp.polygamma(_INT_ORDERS, x), P(3, 4), P(), P(0, 4)),

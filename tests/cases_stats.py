@@ -148,4 +148,22 @@ CASES = [
     _method("multivariate_normal", "pdf",
             lambda x, mean, cov: cst.multivariate_normal.pdf(x, mean, cov),
             st.multivariate_normal.pdf, (U(4, 3), _MEAN, _COV), (U(3), _MEAN, np.diag(_COV))),
+    # the methods and distribution autograd also has: norm.sf/logsf, t.logcdf, chi2,
+    # multivariate_normal.entropy
+    _loc_scale("norm", "sf"), _loc_scale("norm", "logsf"),
+    _method("norm", "logsf", lambda x: cst.norm.logsf(x), st.norm.logsf,
+            np.array([-9.0, 0.0, 5.0, 40.0]), note="tails"),
+    _loc_scale("t", "logcdf", shapes=(lambda *s: P(*s) * 3,), grad=False),
+    _method("t", "logcdf", lambda x: cst.t.logcdf(x, 2.5), lambda x: st.t.logcdf(x, 2.5),
+            U(3, 4), U(), note="x"),
+    _method("chi2", "", lambda x, df: cst.chi2.logpdf(x, df), st.chi2.logpdf,
+            (P(3, 4) * 2, P(4) + 1)),
+    _loc_scale("chi2", "logpdf", x=_in(0.5, 3), shapes=(lambda *s: P(*s) + 1.5,)),
+    _loc_scale("chi2", "pdf", x=_in(0.5, 3), shapes=(lambda *s: P(*s) + 1.5,)),
+    _cdf("chi2", _in(0.5, 3), (tuple(2 * a for a in _A_VALUES),)),
+    _method("multivariate_normal", "entropy", lambda c: cst.multivariate_normal.entropy(
+        None, c @ c.T + np.eye(3)), lambda c: st.multivariate_normal.entropy(
+        None, c @ c.T + np.eye(3)), U(3, 3)),
+    _method("multivariate_normal", "entropy", lambda c: cst.multivariate_normal.entropy(
+        _MEAN, c), lambda c: st.multivariate_normal.entropy(_MEAN, c), P(), note="scalar"),
 ]

@@ -132,6 +132,24 @@ def main(x: f64[3]) -> tuple[f64[3], bool]:
     more = stack_nonempty(rest)
     return (top, more)
 """,
+    "loop_checkpoint": """
+def main(x: f64[3]) -> tuple[f64[3], i64]:
+    y = loop_checkpoint(x, 9, snapshots=2)
+    at = revolve_next(0, 9, 1)
+    return (y, at)
+""",
+    "stack_zero": """
+def main(x: f64[3]) -> tuple[f64[3], f64[3]]:
+    s0 = stack_empty(elem=f64[3])
+    s1 = stack_push(s0, x)
+    s2 = stack_add(s1, s0)
+    p = stack_pop_or_zero(s2, elem=f64[3])
+    top = p[0]
+    rest = p[1]
+    q = stack_pop_or_zero(rest, elem=f64[3])
+    zero = q[0]
+    return (top, zero)
+""",
 }
 
 

@@ -23,8 +23,8 @@ LAYERS = [
     {"numpy", "scipy"},
     {"frontend"},
     {"tape"},
-    {"custom", "custom_closure", "api", "api_forward", "api_jacobian", "random", "testing",
-     "solvers", "autograd_compat"},
+    {"custom", "custom_closure", "api", "api_forward", "api_jacobian", "api_vmap", "random",
+     "testing", "solvers", "autograd_compat", "_autograd_misc"},
     {"__init__", "__main__", "demo"},
 ]
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}

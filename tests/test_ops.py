@@ -104,6 +104,9 @@ for _n in ["sum", "mean", "max", "min", "prod", "logsumexp"]:
                           for d in NUMERIC for ax in [None, 0, -1, (0, 2), (-1, 0)]
                           for kd in [False, True]]
     REPRESENTATIVE[_n].append(([arr((), np.float32)], {}))
+REPRESENTATIVE["loop_checkpoint"] = [([arr((2, 3), np.float64), np.int64(4)], {"snapshots": 2})]
+REPRESENTATIVE["revolve_next"] = [([np.int64(p), np.int64(9), np.int64(f)], {})
+                                  for p in (0, 4, 9) for f in (0, 1, 3)]
 for _n in ["argmax", "argmin"]:
     REPRESENTATIVE[_n] = [([arr((2, 3, 4), d)], {"axis": ax, "keepdims": kd})
                           for d in NUMERIC for ax in [None, 0, -1] for kd in [False, True]]

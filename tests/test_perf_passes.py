@@ -407,7 +407,7 @@ def test_fast_path_for_numpy_arguments():
     def f(ps, x):
         return cnp.sum(cnp.tanh(ps[0] * x) * ps[1])
 
-    vg = cr.value_and_grad(f)
+    vg = cr.value_and_grad(f, eager_compile=True)  # compiled code's fast path
     ps = [np.linspace(0.0, 1.0, 3), np.ones(3)]
     x = np.arange(3.0)
     first = vg(ps, x)
@@ -428,7 +428,7 @@ def test_fast_path_for_numpy_arguments():
 
 
 def test_fast_path_only_for_exact_ndarrays():
-    f = cr.jit(lambda x: x * 2.0)
+    f = cr.jit(lambda x: x * 2.0, eager_compile=True)
     for x in (np.float64(1.5), 1.5, np.float32(2.0)):
         np.testing.assert_array_equal(f(x), np.asarray(x) * 2.0)
     assert not f.fast_cache
@@ -439,11 +439,11 @@ def test_fast_path_only_for_exact_ndarrays():
 
 
 def test_fast_path_keeps_error_messages():
-    f = cr.jit(lambda x, i: x[i])
+    f = cr.jit(lambda x, i: x[i], eager_compile=True)
     x, i = np.arange(3.0), np.array([0, 2])
     f(x, i)
     f(x, i)
-    with pytest.raises(cr.ChainruleError, match="compiled"):
+    with pytest.raises(cr.ChainruleError, match=r"index \(binding lv0 of main\) failed"):
         f(x, np.array([0, 5]))
 
 
@@ -457,7 +457,10 @@ def test_calls_leave_no_reference_cycles():
 
     ps = [np.ones((3, 2)), np.ones(2)]
     x = np.ones((4, 3))
-    fns = [cr.value_and_grad(loss), cr.grad(loss), cr.jit(loss)]
+    # compiled before the loop: a compile may evict an older module from codegen's
+    # cache (one-off garbage, not a cycle per call; interpreted calls: test_tiered.py)
+    fns = [cr.value_and_grad(loss, eager_compile=True), cr.grad(loss, eager_compile=True),
+           cr.jit(loss, eager_compile=True)]
     for fn in fns:
         fn(ps, x)
         fn(ps, x)

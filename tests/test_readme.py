@@ -1,12 +1,13 @@
-"""Keep the documentation honest: run the ```python blocks of README.md and
-docs/*.md.
+"""Keep the documentation honest: run the ```python blocks of README.md and of
+every page under docs/ (the pages of the documentation site, mkdocs.yml).
 
 A block starting with ``def`` or a hoisted constant ``c0 = ...`` is text IR: it
 must parse, verify, and print back exactly (comment lines aside). Any other
 python block is a program: the programs of a file run in order in one
 namespace (a fresh subprocess per file, since they register ops). A text IR
-block introduced by a paragraph ending in "prints" must also equal what the
-program block before it printed.
+block or a ```text block introduced by a paragraph ending in "prints" must also
+equal what the program block before it printed. Code is fenced as python, bash
+or text only, so that no Python escapes these checks under another name.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import pytest
 import chainrule as cr
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE_LANGUAGES = {"python", "bash", "text"}
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.M | re.S)
 
 RUNNER = r"""
@@ -56,9 +58,10 @@ def blocks_of(path: Path):
 
 
 def is_program(code: str) -> bool:
-    """Text IR starts with ``def`` or a hoisted constant ``c0 = ...``; a program doesn't."""
+    """Text IR starts with a typed ``def name(x: f64[3]) -> ...`` or a hoisted constant
+    ``c0 = ...``; a program doesn't (a Python ``def`` has no return annotation here)."""
     first = next((ln for ln in code.splitlines() if ln.strip() and not ln.startswith("#")), "")
-    return not re.match(r"(def |c\d+ = )", first) or "import " in code
+    return not re.match(r"(def \w+\(.*\) -> |c\d+ = )", first) or "import " in code
 
 
 def strip_comments(code: str) -> str:
@@ -92,12 +95,17 @@ def test_program_blocks_run(path):
     # a text IR block introduced by "... prints" shows the previous program's output
     previous = None
     for kind, line, code, before in blocks_of(path):
-        if kind != "python":
-            continue
-        if is_program(code):
+        if kind == "python" and is_program(code):
             previous = line
-        elif before.strip().endswith("prints") and previous is not None:
+        elif (kind in ("python", "text") and before.strip().endswith("prints")
+              and previous is not None):
             assert outputs[previous].strip() == code.strip(), f"{path.name}:{line}"
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_code_is_fenced_as_python_bash_or_text(path):
+    for kind, line, _, _ in blocks_of(path):
+        assert kind in FENCE_LANGUAGES, f"{path.name}:{line}: ```{kind}"
 
 
 def _ir_cases():
@@ -120,4 +128,7 @@ def test_readme_commands():
                                      'pip install -e ".[dev]" && python -m pytest -q']
     ci = (ROOT / ".ci" / "run").read_text()
     assert first[2].splitlines()[1] in ci.splitlines()  # CI runs exactly the test command
+    # quiet, but with pytest's closing line counting the passed tests: no second -q
+    addopts = re.search(r"^addopts = (.*)$", (ROOT / "pyproject.toml").read_text(), re.M)
+    assert addopts is None or not re.search(r"(^|\s)-q|--quiet", addopts.group(1))
     assert "docs/text_format.md" in text

@@ -51,6 +51,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import CodegenError, InterpretError
+from ..ir.collector import collector_paused
 from ..ir.nodes import (
     Block,
     Call,
@@ -65,6 +66,7 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.op import Op
+from ..ir.symbols import SHAPE_ATTRS, attr_symbols, has_symbolic_attrs, symbol_sources
 from ..ir.types import TensorType
 from ..ir.visitor import atoms_of, free_vars, vars_used
 from ..ops.indexing import advanced
@@ -174,6 +176,10 @@ class _ModuleCodegen:
         self._interned: dict = {}
         names = _Names(RESERVED)
         self.func_names = {name: names.fresh(name, "f") for name in module.functions}
+        # symbolic dimensions named by shape attributes: one local per function, bound
+        # from its parameters' shapes when it starts (``n = x.shape[0]``)
+        self.sym_names = {s: names.fresh(s, "d") for s in attr_symbols(module)}
+        self.bound_syms: set = set()  # those the function being written binds
         self.names_of: dict[str, dict[Var, str]] = {}
         taken = set(names.taken)
         for fname, fn in module.functions.items():
@@ -447,10 +453,42 @@ class _ModuleCodegen:
         for k in range(start, len(self.lines)):
             self.locations[k] = (op.name, b.var.name)
 
+    def bind_symbols(self, fn: Function) -> None:
+        """Bind the symbols the module's shape attributes name from ``fn``'s parameters
+        (``coerce_args`` checked at the call that they have one size each)."""
+        self.bound_syms = set()
+        for sym, (i, path, axis) in symbol_sources([p.type for p in fn.params]).items():
+            if sym in self.sym_names:
+                self.bound_syms.add(sym)
+                where = self.name(fn.params[i]) + "".join(f"[{k}]" for k in path)
+                self.out(1, f"{self.sym_names[sym]} = {where}.shape[{axis}]")
+
+    def shape_text(self, shape) -> str | None:
+        """``(n, 3)`` for a shape attribute with symbols (the locals bound on entry)."""
+        parts = [self.sym_names[d] if d in self.bound_syms else None if type(d) is str
+                 else int_literal(d) for d in shape]
+        if any(p is None for p in parts):
+            return None
+        return f"({parts[0]},)" if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+
     def kernel_call(self, op: Op, attrs: dict, args: list) -> str:
         kname = self.intern(("k", id(op)), op.kernel, f"_k_{safe_identifier(op.name, 'op')}")
         parts = list(args)
         texts = {k: literal(val) for k, val in attrs.items()}
+        if has_symbolic_attrs(attrs):  # shape=(n, 3): the sizes bound on entry
+            symbolic = {}
+            for key in SHAPE_ATTRS:
+                if type(attrs.get(key)) is tuple:
+                    symbolic[key] = self.shape_text(attrs[key])
+                    if symbolic[key] is None:
+                        raise CodegenError(
+                            f"{op.name}: shape {attrs[key]} names a symbol that no parameter "
+                            f"of the function binds (bound: {sorted(self.bound_syms)})")
+            rest = {k: v for k, v in attrs.items() if k not in symbolic}
+            if rest:
+                parts.append("**" + self.intern(("a", id(attrs)), rest, "_attrs"))
+            parts.extend(f"{k}={text}" for k, text in symbolic.items())
+            return f"{kname}({', '.join(parts)})"
         if all(type(k) is str and k.isidentifier() and not keyword.iskeyword(k)
                and texts[k] is not None for k in attrs):
             parts.extend(f"{k}={texts[k]}" for k in attrs)
@@ -464,6 +502,7 @@ class _ModuleCodegen:
             self.names = self.names_of[fname]
             params = [self.name(p) for p in fn.params]
             self.out(0, f"def {self.func_names[fname]}({', '.join(params)}):")
+            self.bind_symbols(fn)
             self.block(fn.body, 1, ("return",), extra=list(fn.params))
             self.out(0, "")
         header = []
@@ -508,7 +547,7 @@ class CompiledModule:
             tb = tb.tb_next
         if where is None:
             return InterpretError(f"{func} (compiled) failed: {type(exc).__name__}: {exc}")
-        return kernel_error(where[0], where[1], exc, f" of {func}, compiled")
+        return kernel_error(where[0], where[1], exc, f" of {func}")
 
 
 class CompiledFunction:
@@ -556,6 +595,7 @@ class CompiledFunction:
 _CACHE: OrderedDict = OrderedDict()
 
 
+@collector_paused
 def compile_module(module: Module, func: str = "main", inplace: bool = True
                    ) -> CompiledFunction:
     """Compile ``module`` (once; cached by object) and return its function ``func``."""

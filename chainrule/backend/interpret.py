@@ -17,6 +17,8 @@ program's own calls (a recursive function recurses here too).
 
 from __future__ import annotations
 
+import itertools
+
 from ..errors import InterpretError
 from ..ir.nodes import (
     Block,
@@ -32,9 +34,12 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.op import Op, apply
-from ..ir.visitor import free_vars
+from ..ir.symbols import bind_symbols, has_symbolic_attrs, resolve_attrs, type_symbols
+from ..ir.visitor import atoms_of, free_vars, vars_used
 from ..tree import flatten, unflatten
 from .execution import Liveness, coerce_args, run_kernel
+
+SIZES = "#sizes"  # the env key of the symbol sizes of a call (variables are never strings)
 
 
 class Closure:
@@ -54,12 +59,53 @@ class Closure:
 
 class Interpreter:
     """Runs a module. With ``dispatch=True`` op calls go through the op functions'
-    dispatch, so tape tensors record them (how ``create_graph`` works)."""
+    dispatch, so tape tensors record them (how ``create_graph`` works).
+
+    A value is dropped after its last use in the block that binds it (``Liveness``,
+    as the generated code's ``del``), so a program's peak memory is the same
+    whichever runs it (checkpointed loops rely on it)."""
 
     def __init__(self, module: Module, dispatch: bool = False):
         self.module = module
         self._free: dict[int, list] = {}
+        self._dead: dict[int, tuple] = {}
         self.dispatch = dispatch
+
+    def dead_after(self, block: Block) -> list:
+        """``dead[i]``: the variables bound in ``block`` whose last use is binding ``i``
+        (uses inside nested blocks count at the binding holding them; the same points
+        as ``Liveness``, computed in one pass since a first call pays for it)."""
+        hit = self._dead.get(id(block))
+        if hit is not None and hit[0] is block:
+            return hit[1]
+        bindings = block.bindings
+        last: dict = {}
+        for i, b in enumerate(bindings):
+            v = b.value
+            t = type(v)
+            if t is Call:
+                for a in v.args:
+                    if type(a) is Var:
+                        last[a] = i
+                    elif type(a) is Tuple:
+                        for x in _flat_vars(a.fields):
+                            last[x] = i
+                if type(v.callee) is Var:  # a closure called
+                    last[v.callee] = i
+            else:
+                for x in (vars_used(v) if t in (If, While, Function)
+                          else _flat_vars(atoms_of(v))):
+                    last[x] = i
+        n = len(bindings)
+        for x in _flat_vars((block.result,)):
+            last[x] = n  # read by the result: kept
+        dead: list = [() for _ in range(n)]
+        for i, b in enumerate(bindings):
+            j = last.get(b.var, i)  # never used: dropped at once
+            if j < n:
+                dead[j] = (*dead[j], b.var)
+        self._dead[id(block)] = (block, dead)
+        return dead
 
     def value_of(self, x, env):
         if isinstance(x, Var):
@@ -75,23 +121,41 @@ class Interpreter:
             raise InterpretError(f"function takes {len(fn.params)} arguments, got {len(args)}")
         for p, a in zip(fn.params, args):
             env[p] = a
+        if self._has_symbols(fn):  # bind f64[n]'s n once per call (SIZES: name -> size)
+            sizes = dict(env.get(SIZES, ()))
+            bind_symbols(fn.params, args, sizes, "call")
+            env[SIZES] = sizes
         return self.block(fn.body, env)
+
+    def _has_symbols(self, fn: Function) -> bool:
+        key = ("sym", id(fn))
+        known = self._free.get(key)
+        if known is None or known[0] is not fn:
+            found = any(type_symbols(p.type) for p in fn.params)
+            known = self._free[key] = (fn, found)
+        return known[1]
 
     def call_global(self, name: str, args):
         return self.call_function(self.module[name], args, {})
 
-    def block(self, block: Block, env: dict):
+    def block(self, block: Block, env: dict, free: bool = True):
+        """Run ``block`` in ``env``; its result. ``free=False`` keeps every value it binds
+        (a loop's condition block: the body reads them)."""
         value_of = self.value_of
-        for b in block.bindings:
+        dead_after = self.dead_after(block) if free else _KEEP_ALL
+        for b, dead in zip(block.bindings, dead_after):
             v = b.value
             if type(v) is Call:
                 callee = v.callee
                 args = [value_of(a, env) for a in v.args]
                 if isinstance(callee, Op):
+                    attrs = v.attrs
+                    if attrs and has_symbolic_attrs(attrs):
+                        attrs = resolve_attrs(attrs, env.get(SIZES, {}))
                     if self.dispatch and not callee.internal:  # stacks hold values as they are
-                        env[b.var] = run_kernel(apply, callee, args, v.attrs, b.var, callee)
+                        env[b.var] = run_kernel(apply, callee, args, attrs, b.var, callee)
                     else:
-                        env[b.var] = run_kernel(callee.kernel, callee, args, v.attrs, b.var)
+                        env[b.var] = run_kernel(callee.kernel, callee, args, attrs, b.var)
                 elif isinstance(callee, GlobalVar):
                     env[b.var] = self.call_global(callee.name, args)
                 else:
@@ -107,9 +171,14 @@ class Interpreter:
                 key = id(v)
                 if key not in self._free:
                     self._free[key] = (v, free_vars(v))
-                env[b.var] = Closure(v, {fv: env[fv] for fv in self._free[key][1]}, self)
+                captured = {fv: env[fv] for fv in self._free[key][1]}
+                if SIZES in env:  # a closure sees the symbols of where it is made
+                    captured[SIZES] = env[SIZES]
+                env[b.var] = Closure(v, captured, self)
             else:
                 env[b.var] = value_of(v, env)
+            for x in dead:
+                del env[x]
         return value_of(block.result, env)
 
     def loop(self, w: While, env: dict):
@@ -117,7 +186,7 @@ class Interpreter:
         while True:
             for lv, c in zip(w.loop_vars, carry):
                 env[lv] = c
-            if not bool(self.block(w.cond, env)):
+            if not bool(self.block(w.cond, env, free=False)):
                 break
             nxt = self.block(w.body, env)
             carry = [nxt] if len(w.loop_vars) == 1 else list(nxt)
@@ -178,6 +247,7 @@ class StraightLine:
 
 
 _CALL, _GETITEM, _COPY = 0, 1, 2
+_KEEP_ALL = itertools.repeat(())
 
 
 def _is_arg(x) -> bool:

@@ -124,6 +124,10 @@ class _NamespaceCodegen(codegen._ModuleCodegen):
                             f"_k_{codegen.safe_identifier(op.name)}")
         parts = list(args)
         texts = {k: literal(val) for k, val in attrs.items()}
+        for k, val in attrs.items():  # a shape naming symbolic dimensions (bound locals)
+            if texts[k] is None and k == "shape" and isinstance(val, tuple) and hasattr(
+                    self, "shape_text"):
+                texts[k] = self.shape_text(val)
         if all(type(k) is str and k.isidentifier() and not keyword.iskeyword(k)
                and texts[k] is not None for k in attrs):
             parts.extend(f"{k}={texts[k]}" for k in attrs)

@@ -1,11 +1,11 @@
 """Frontends: tracing Python functions; the script parser (Python AST -> IR)."""
 
-from .checkpoint import checkpoint
+from .checkpoint import Budget, checkpoint
 from .control import cond, fori_loop, scan, while_loop
 from .script import ScriptError, ScriptFunction, script, script_from_source
 from .tracer import Trace, Traced, trace, trace_function
 
 __all__ = [
-    "ScriptError", "checkpoint", "ScriptFunction", "Trace", "Traced", "cond", "fori_loop",
+    "Budget", "ScriptError", "checkpoint", "ScriptFunction", "Trace", "Traced", "cond", "fori_loop",
     "scan", "script", "script_from_source", "trace", "trace_function", "while_loop",
 ]

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from ..checks import check_callable
-from ..errors import TraceError
+from ..errors import InvalidValueError, TraceError
 from ..ir.nodes import Function, GlobalVar
 from ..tree import flatten, unflatten
 from .tracer import Traced, trace_function
@@ -73,3 +75,85 @@ def _refuse_effects(module, name: str) -> None:
                     f"new ones; draw outside the checkpointed function and pass the numbers "
                     f"in, or use chainrule.random keys")
             stack.extend(nested_blocks(v))
+
+
+class Budget:
+    """How much reverse mode may keep of a loop: ``Budget(snapshots=k)`` keeps at most
+    ``k`` copies of the loop's carry at a time, ``Budget(bytes=n)`` as many as fit in
+    ``n`` bytes (at least one). Given as ``checkpoint=`` to ``fori_loop``,
+    ``while_loop`` and ``scan``, it replaces storing every iteration's residuals by
+    binomial checkpointing (Griewank's revolve): iterations are run again from the
+    snapshots, as few times as the budget allows (see docs/loops.md).
+
+    >>> Budget(snapshots=10)
+    Budget(snapshots=10)
+    >>> Budget(bytes=2**20).snapshots_for(8 * 1000)
+    131
+    """
+
+    __slots__ = ("snapshots", "bytes")
+
+    def range(self, *args) -> range:
+        """``range(*args)``: in a ``@script`` function, ``for i in budget.range(n)`` is a
+        loop checkpointed under this budget (in Python, a plain range)."""
+        return range(*args)
+
+    def __init__(self, snapshots: int | None = None, bytes: int | None = None):  # noqa: A002
+        if (snapshots is None) == (bytes is None):
+            raise InvalidValueError("Budget: give snapshots=k or bytes=n (one of them)")
+        for what, v in (("snapshots", snapshots), ("bytes", bytes)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                                  or v < 1):
+                raise InvalidValueError(f"Budget: {what} must be an integer >= 1, got "
+                                            f"{v!r}")
+        self.snapshots = None if snapshots is None else int(snapshots)
+        self.bytes = None if bytes is None else int(bytes)
+
+    def snapshots_for(self, carry_bytes: int) -> int:
+        """How many snapshots of a carry of ``carry_bytes`` bytes the budget allows."""
+        if self.snapshots is not None:
+            return self.snapshots
+        return max(1, self.bytes // max(1, int(carry_bytes)))
+
+    def __repr__(self) -> str:
+        if self.snapshots is not None:
+            return f"Budget(snapshots={self.snapshots})"
+        return f"Budget(bytes={self.bytes})"
+
+
+def mark_loop(tr, first, trips, budget, carry_types):
+    """``loop_checkpoint(first, trips, snapshots=k)``: the first initial value of a loop,
+    marked for binomial checkpointing under ``budget`` (a traced value)."""
+    from ..ops.stack_schedule import LOOP_CHECKPOINT
+
+    if not isinstance(budget, Budget):
+        raise InvalidValueError(f"checkpoint= takes a chainrule.Budget(snapshots=k) or "
+                                    f"Budget(bytes=n), got {budget!r}")
+    carry_bytes = 0
+    for t in carry_types:
+        if not t.is_static:
+            if budget.bytes is not None:
+                raise InvalidValueError(f"Budget(bytes=...): the carry has the symbolic "
+                                            f"type {t!r}; give snapshots=k instead")
+            continue
+        carry_bytes += int(np.prod(t.shape, dtype=np.int64)) * t.dtype.numpy.itemsize
+    k = budget.snapshots_for(carry_bytes)
+    return tr.apply(LOOP_CHECKPOINT, [first, trips], {"snapshots": k})
+
+
+def mark_range(tr, first, start, stop, step: int, budget, leaves):
+    """``mark_loop`` for ``for i in budget.range(start, stop, step)`` of ``@script``: the
+    trip count is known before the loop runs when the bounds are numbers, or traced
+    values with step 1 (else -1: scheduled online)."""
+    from ..ops import maximum
+    from .control import default_type
+
+    if not isinstance(start, Traced) and not isinstance(stop, Traced):
+        trips = np.int64(len(range(int(start), int(stop), step)))
+    elif step == 1:
+        lo = start.astype(np.int64) if isinstance(start, Traced) else np.int64(start)
+        hi = stop.astype(np.int64) if isinstance(stop, Traced) else np.int64(stop)
+        trips = maximum(hi - lo, np.int64(0))
+    else:
+        trips = np.int64(-1)
+    return mark_loop(tr, first, trips, budget, [default_type(v) for v in leaves])

@@ -308,8 +308,13 @@ def cond(pred, true_fun, false_fun, *operands):
     return unflatten(t_tree, finish_if(tr, c, then, t_leaves, other, e_leaves))
 
 
-def while_loop(cond_fun, body_fun, init_val):
-    """``val = init_val; while cond_fun(val): val = body_fun(val)``, as one ``While``."""
+def while_loop(cond_fun, body_fun, init_val, checkpoint=None):
+    """``val = init_val; while cond_fun(val): val = body_fun(val)``, as one ``While``.
+
+    ``checkpoint=chainrule.Budget(...)``: reverse mode keeps at most that many snapshots
+    of the carry and runs iterations again from them (revolve, scheduled once the
+    trip count is known: see docs/loops.md) instead of every iteration's residuals.
+    """
     check_callable(cond_fun, "while_loop's cond_fun")
     check_callable(body_fun, "while_loop's body_fun")
     tr = _active_trace(init_val)
@@ -326,13 +331,21 @@ def while_loop(cond_fun, body_fun, init_val):
             raise TraceError(f"while_loop: body_fun returns {out_tree}, the carry is {tree}")
         return out_leaves
 
+    if checkpoint is not None and leaves:
+        leaves = list(leaves)
+        leaves[0] = _marked(tr, leaves[0], np.int64(-1), checkpoint, leaves)
     out = emit_while(tr, leaves, lambda carry: cond_fun(unflatten(tree, carry)), body,
                      names=[f"val{i}" for i in range(len(leaves))])
     return unflatten(tree, out)
 
 
-def fori_loop(lower, upper, body_fun, init_val, checkpoint_every: int | None = None):
+def fori_loop(lower, upper, body_fun, init_val, checkpoint_every: int | None = None,
+              checkpoint=None):
     """``for i in range(lower, upper): val = body_fun(i, val)``; ``i`` is an i64 scalar.
+
+    ``checkpoint=chainrule.Budget(snapshots=k)`` (or ``bytes=n``): reverse mode keeps
+    at most k snapshots of the carry and runs iterations again from them, as few times
+    as binomial checkpointing allows (Griewank's revolve; see docs/loops.md).
 
     ``checkpoint_every=k`` (static bounds): reverse mode keeps the carry only every
     k iterations and recomputes the k steps in between during the backward sweep
@@ -345,6 +358,9 @@ def fori_loop(lower, upper, body_fun, init_val, checkpoint_every: int | None = N
                 dtype).kind not in "iu"):
             raise TraceError(f"fori_loop: the {name} bound must be an integer, got "
                              f"{bound!r}" + (f" of dtype {dtype}" if dtype is not None else ""))
+    if checkpoint_every is not None and checkpoint is not None:
+        raise TraceError("fori_loop: give checkpoint_every=k or checkpoint=Budget(...), "
+                         "not both")
     if checkpoint_every is not None:
         return _chunked_fori_loop(lower, upper, body_fun, init_val, int(checkpoint_every))
     tr = _active_trace(lower, upper, init_val)
@@ -363,6 +379,8 @@ def fori_loop(lower, upper, body_fun, init_val, checkpoint_every: int | None = N
             raise TraceError(f"fori_loop: body_fun returns {out_tree}, the carry is {tree}")
         return [i + 1, *out_leaves]
 
+    if checkpoint is not None:
+        start = _marked(tr, start, _trip_count(lower, upper), checkpoint, [start, *leaves])
     out = emit_while(tr, [start, *leaves], lambda carry: carry[0] < upper, body,
                      names=["i", *[f"val{k}" for k in range(len(leaves))]])
     return unflatten(tree, out[1:])
@@ -386,6 +404,22 @@ def _chunked_fori_loop(lower, upper, body_fun, init_val, k: int):
     return val
 
 
+def _trip_count(lower, upper):
+    """``max(upper - lower, 0)``, as an i64 (traced when a bound is)."""
+    if not isinstance(lower, Traced) and not isinstance(upper, Traced):
+        return np.int64(max(int(upper) - int(lower), 0))
+    from ..ops import maximum
+
+    return maximum(_as_i64(upper) - _as_i64(lower), np.int64(0))
+
+
+def _marked(tr: Trace, first, trips, budget, leaves):
+    """The loop's first initial value, marked for checkpointing under ``budget``."""
+    from .checkpoint import mark_loop
+
+    return mark_loop(tr, first, trips, budget, [default_type(v) for v in leaves])
+
+
 def _as_i64(v):
     if isinstance(v, Traced):
         if not (isinstance(v.type, TensorType) and v.type.shape == () and v.type.dtype.is_int):
@@ -394,9 +428,12 @@ def _as_i64(v):
     return np.int64(v)
 
 
-def scan(f, init, xs, length=None, reverse=False):
+def scan(f, init, xs, length=None, reverse=False, checkpoint=None):
     """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns ``(carry, ys)``
-    with the ``y``'s stacked (``ys[t]`` belongs to ``xs[t]``, also when ``reverse``)."""
+    with the ``y``'s stacked (``ys[t]`` belongs to ``xs[t]``, also when ``reverse``).
+
+    ``checkpoint=chainrule.Budget(...)``: binomial checkpointing of the carry, as for
+    ``fori_loop`` (a snapshot holds the carry and the output rows written so far)."""
     check_callable(f, "scan")
     x_leaves, x_tree = flatten(xs)
     n = length
@@ -465,6 +502,9 @@ def scan(f, init, xs, length=None, reverse=False):
         return [i + inc, *new_c, *acc]
 
     init_leaves = [np.int64(start), *c_leaves, *bufs]
+    if checkpoint is not None:
+        init_leaves[0] = _marked(tr, init_leaves[0], np.int64(n), checkpoint,
+                                 init_leaves[:1 + nc])
     names = ["t", *[f"carry{k}" for k in range(nc)], *[f"ys{k}" for k in range(len(bufs))]]
     out = emit_while(tr, init_leaves, cond_fn, body, names=names)
     return unflatten(c_tree, out[1:1 + nc]), unflatten(found["tree"], out[1 + nc:])

@@ -49,13 +49,14 @@ import types as pytypes
 
 import numpy as np
 
-from ..errors import ChainruleError, ParseError
+from ..errors import ArgumentError, ChainruleError, ParseError
 from ..ir.nodes import Module, Tuple
 from ..ir.op import OPS
 from ..ir.parser import parse_constant, parse_type
 from ..ir.types import DTYPES, FuncType, TensorType, TupleType, Type
 from ..tree import flatten
 from .control import default_type, is_weak, leaf_atom
+from .polymorphic import substitute, unify
 from .script_expr import ScriptError
 from .script_stmt import StmtCompiler
 from .tracer import Trace, Traced, abstract_type
@@ -284,8 +285,16 @@ class ScriptFunction:
         tr = max((x.tracer for x in flatten(list(args))[0] if isinstance(x, Traced)),
                  key=lambda t: t.level)
         env = {}
+        # a symbol of the annotations (x: "f64[n, 3]") stands for what the traced
+        # arguments have there: a size, or a symbol of the trace (polymorphic_shapes)
+        try:
+            dims = unify([a.type if isinstance(a, Traced) else None for a in args],
+                         self.param_annotations(), self.param_names)
+        except ArgumentError as exc:
+            raise ChainruleError(f"{self.name}: {exc}") from None
         for name, a, ann in zip(self.param_names, args, self.param_annotations()):
             if ann is not None:
+                ann = substitute(ann, dims)
                 if isinstance(a, Traced) and a.type != ann:
                     raise ChainruleError(f"{self.name}: argument {name} has type {a.type!r}, "
                                          f"annotated {ann!r}")
@@ -297,7 +306,7 @@ class ScriptFunction:
         result = StmtCompiler(self, tr, _trace_program(tr)).run(env)
         ret = self.return_annotation()
         if ret is not None:
-            result = _convert_result(self, result, ret)
+            result = _convert_result(self, result, substitute(ret, dims))
         return result
 
 

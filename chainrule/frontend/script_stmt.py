@@ -386,7 +386,7 @@ class StmtCompiler(ExprCompiler):
         return None, s.test, list(s.body)
 
     def s_For(self, s, live_after):
-        it = s.iter
+        it, budget = self.budgeted_range(s.iter)
         if s.orelse:
             raise self.err(s, "`for ... else` is not supported in @script functions")
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
@@ -411,9 +411,27 @@ class StmtCompiler(ExprCompiler):
             start = start.astype(np.int64)
         elif not isinstance(start, Traced):
             start = int(start)
-        self.loop(s, list(s.body), live_after, counter=(s.target.id, start, stop, int(step)))
+        self.loop(s, list(s.body), live_after, counter=(s.target.id, start, stop, int(step)),
+                  budget=budget)
 
-    def loop(self, s, body, live_after, test=None, pre=None, counter=None) -> None:
+    def budgeted_range(self, it):
+        """``for i in budget.range(...)``, ``budget`` a ``chainrule.Budget``: the loop's
+        reverse mode checkpoints under it (binomial checkpointing, docs/loops.md)."""
+        from .checkpoint import Budget
+
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
+                and it.func.attr == "range" and isinstance(it.func.value, ast.Name)
+                and it.func.value.id not in self.env):
+            return it, None
+        found, base = self.src.global_value(it.func.value.id)
+        if not found or not isinstance(base, Budget):
+            return it, None
+        plain = ast.copy_location(ast.Call(ast.Name("range", ast.Load()), it.args,
+                                           it.keywords), it)
+        return plain, base
+
+    def loop(self, s, body, live_after, test=None, pre=None, counter=None,
+             budget=None) -> None:
         saved = {f: self.env.get(f, ABSENT) for f in (BRK, CONT)}
         self.env[BRK] = False
         self.env.pop(CONT, None)
@@ -484,6 +502,8 @@ class StmtCompiler(ExprCompiler):
                     raise self.err(s, f"{self.show(n)} changes its tuple structure in the loop")
             return out
 
+        if budget is not None:
+            init[0] = self.mark_counter(init[0], counter, budget, init)
         try:
             final = emit_while(self.tr, init, cond_fn, body_fn, names=names,
                                name=names[0] if len(names) == 1 else None)
@@ -505,6 +525,11 @@ class StmtCompiler(ExprCompiler):
             else:
                 after[f] = v
         self.env = after
+
+    def mark_counter(self, first, counter, budget, init):
+        from .checkpoint import mark_range
+
+        return mark_range(self.tr, first, *counter[1:], budget, init)
 
     def loop_test(self, s, test, pre, counter, ckey, used):
         """The loop condition, in the cond block: not stopped, then the user's test."""

@@ -87,10 +87,11 @@ def _check_call(f, args, kwargs) -> None:
 
 
 def trace_function(f, args, name: str = "main", kwargs=None,
-                   capture: bool = False) -> TracedFunction:
+                   capture: bool = False, leaf_types=None) -> TracedFunction:
     """Trace ``f(*args)``; one parameter per leaf of the argument pytree. With
     ``capture``, arrays ``f`` reads from outside its arguments become hidden
-    parameters after the lifted ones (see ``frontend.capture``)."""
+    parameters after the lifted ones (see ``frontend.capture``). ``leaf_types``
+    gives some leaves a type of their own (symbolic shapes: ``frontend.polymorphic``)."""
     kwargs = kwargs or {}
     _check_call(f, args, kwargs)
     found = sources(f) if capture else None
@@ -102,9 +103,10 @@ def trace_function(f, args, name: str = "main", kwargs=None,
         tr.sources = found
         b = tr.builder
         traced_leaves = []
-        for leaf, pname in zip(leaves, names):
+        for k, (leaf, pname) in enumerate(zip(leaves, names)):
             try:
-                t = abstract_type(leaf)
+                t = leaf_types[k] if leaf_types and leaf_types[k] is not None else \
+                    abstract_type(leaf)
             except ChainruleError:
                 raise ArgumentError(
                     f"{getattr(f, '__name__', 'the function')}: argument {pname} is a "

@@ -42,6 +42,11 @@ def _setters(cls) -> tuple:
 class Expr:
     __slots__ = ()
 
+    def __str__(self) -> str:  # its text-format text (chainrule/ir/display.py)
+        from .display import node_str
+
+        return node_str(self)
+
 
 class Var(Expr, Frozen):
     """A variable; identity-hashed. ``name`` is only a hint for printing."""
@@ -138,6 +143,8 @@ class Binding:
     def __repr__(self) -> str:
         return f"Binding({self.var!r} = {self.value!r})"
 
+    __str__ = Expr.__str__
+
 
 class Block(Frozen):
     """Bindings in order, then a result (an atom or a tuple of atoms)."""
@@ -147,6 +154,8 @@ class Block(Frozen):
     def __init__(self, bindings, result):
         _block_bindings(self, tuple(bindings))
         _block_result(self, result)
+
+    __str__ = Expr.__str__
 
 _block_bindings, _block_result = _setters(Block)
 
@@ -213,6 +222,16 @@ class Function(Expr, Frozen):
     def type(self) -> FuncType:
         return FuncType([p.type for p in self.params], self.ret_type)
 
+    def _repr_html_(self) -> str:  # notebooks: highlighted text (+ graph with Graphviz)
+        from .display import function_html
+
+        return function_html(self)
+
+    def _repr_svg_(self) -> str | None:  # its data flow, or None without Graphviz
+        from .display import function_svg
+
+        return function_svg(self)
+
 _function_params, _function_body, _function_ret_type, _function_attrs = _setters(Function)
 
 
@@ -261,6 +280,11 @@ class Module:
 
     def __repr__(self) -> str:
         return f"<Module {list(self.functions)}>"
+
+    def _repr_html_(self) -> str:  # notebooks: highlighted text, long functions folded
+        from .display import module_html
+
+        return module_html(self)
 
     def __eq__(self, other) -> bool:
         from .equal import structural_equal

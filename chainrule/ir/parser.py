@@ -22,11 +22,13 @@ import numpy as np
 
 from ..errors import ChainruleError, ParseError
 from .builder import Builder
+from .collector import collector_paused
 from .indexing import AT_METHODS, ArrayIndex, Slice
 from .infer import arg_type
 from .nodes import Call, Constant, Function, GlobalVar, If, Module, Tuple, TupleGetItem, Var, While
 from .op import OPS
 from .printer import reserved_names
+from .symbols import SHAPE_ATTRS
 from .types import DTYPES, DType, FuncType, ListType, TensorType, TupleType, Type
 
 SPECIAL_PARSE = {}  # reserved for ops whose text form is not a plain call
@@ -55,7 +57,12 @@ def _literal_number(node):
     return None
 
 
-def parse_attr(node):
+def parse_attr(node, symbols: bool = False):
+    """An attribute's value; with ``symbols`` (a ``shape``), a bare name is a symbolic
+    dimension (``shape=(n, 3)``)."""
+    if symbols and isinstance(node, ast.Tuple):
+        return tuple(e.id if isinstance(e, ast.Name) and e.id not in DTYPES
+                     and e.id not in ("inf", "nan") else parse_attr(e) for e in node.elts)
     if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, str)):
         return node.value
     num = _literal_number(node)
@@ -233,7 +240,8 @@ class _FunctionParser:
             name = func.id
             args = [self.atom(a) for a in node.args]
             if name in OPS:
-                attrs = {kw.arg: parse_attr(kw.value) for kw in node.keywords}
+                attrs = {kw.arg: parse_attr(kw.value, kw.arg in SHAPE_ATTRS)
+                         for kw in node.keywords}
                 if None in attrs:
                     raise _err(node, "**kwargs is not allowed")
                 return Call(OPS[name], args, attrs)
@@ -530,6 +538,7 @@ def _gc_paused():
             gc.enable()
 
 
+@collector_paused
 def parse(text: str) -> Module:
     """Parse the text format into a Module; errors carry line and column."""
     if not isinstance(text, str):

@@ -11,6 +11,7 @@ import keyword
 import numpy as np
 
 from ..errors import ChainruleError
+from .collector import collector_paused
 from .indexing import ArrayIndex, Slice
 from .nodes import (
     Block,
@@ -26,6 +27,7 @@ from .nodes import (
     While,
 )
 from .op import OPS, Op
+from .symbols import SHAPE_ATTRS
 from .types import DTYPES, DType, Type
 from .visitor import atoms_of, nested_blocks
 
@@ -76,6 +78,12 @@ def format_constant_data(data: np.ndarray) -> str:
     return f"{dtype}({nested(data)})"
 
 
+class Bare(str):
+    """A symbolic dimension in a shape attribute: printed as a name, not a string."""
+
+    __slots__ = ()
+
+
 def format_attr(value) -> str:
     if isinstance(value, DType):
         return str(value)
@@ -83,6 +91,8 @@ def format_attr(value) -> str:
         return repr(value)
     if isinstance(value, float):
         return format_scalar(value, DType("f64"))
+    if isinstance(value, Bare):
+        return str(value)
     if isinstance(value, str):
         return repr(value)
     if isinstance(value, tuple):
@@ -168,6 +178,8 @@ class Printer:
                     default = defaults.get(key)
                     if type(default) is type(val) and default == val:
                         continue
+                    if key in SHAPE_ATTRS and type(val) is tuple:  # symbols print bare
+                        val = tuple(Bare(d) if type(d) is str else d for d in val)
                     args.append(f"{key}={format_attr(val)}")
                 return f"{v.callee.name}({', '.join(args)})"
             callee = v.callee.name if isinstance(v.callee, GlobalVar) else names[v.callee]
@@ -280,6 +292,7 @@ class Printer:
         return text + "\n"
 
 
+@collector_paused
 def print_module(module: Module) -> str:
     return Printer(module).run()
 

@@ -18,20 +18,64 @@ Op(sum)
 
 from __future__ import annotations
 
+import sys as _sys
+
+import numpy as _np_module
+from numpy import random as _np_random
+
 from .. import ops as _ops  # noqa: F401  (registers every op)
-from . import _complex, _core, _linalg, _math, _rearrange, _reductions, _select, _shapes, _sorting
+from . import (
+    _complex,
+    _core,
+    _creation,
+    _linalg,
+    _math,
+    _rearrange,
+    _reduce_api,
+    _reductions,
+    _select,
+    _shapes,
+    _sorting,
+)
 from ._assemble import assemble as _assemble
 from ._complex import *  # noqa: F403
 from ._core import *  # noqa: F403
+from ._creation import *  # noqa: F403
 from ._linalg import *  # noqa: F403
 from ._math import *  # noqa: F403
 from ._rearrange import *  # noqa: F403
+from ._reduce_api import *  # noqa: F403
 from ._reductions import *  # noqa: F403
 from ._select import *  # noqa: F403
 from ._shapes import *  # noqa: F403
 from ._sorting import *  # noqa: F403
 
-_MODULES = (_complex, _core, _linalg, _math, _rearrange, _reductions, _select, _shapes, _sorting)
+_MODULES = (_complex, _core, _creation, _linalg, _math, _rearrange, _reduce_api, _reductions,
+            _select, _shapes, _sorting)
 __all__ = _assemble(globals(), "", [n for m in _MODULES for n in m.__all__])
 
 from . import fft, linalg  # noqa: E402, F401  (submodules, assembled the same way)
+
+# ``np.random`` as in NumPy and autograd.numpy (which wraps NumPy's): NumPy's own module,
+# also importable as ``chainrule.numpy.random``. Draws are concrete arrays; inside a
+# compiled function they are drawn again at every call (docs/migrating_from_autograd.md);
+# chainrule.random has explicit keys.
+random = _np_random
+_sys.modules[__name__ + ".random"] = _np_random
+
+# NumPy's names that take no array to differentiate (error state, dtype queries, scalar
+# types, arrays made from shapes alone), as autograd.numpy re-exports them: NumPy's own
+# objects, so ``np.seterr``/``np.finfo``/``np.identity`` in a migrated program work.
+# Not in ``__all__``: they are NumPy's, not functions of chainrule values.
+_NUMPY_UTILITIES = (
+    "seterr", "geterr", "errstate", "finfo", "iinfo", "dtype", "issubdtype", "result_type",
+    "promote_types", "can_cast", "common_type", "min_scalar_type", "isscalar", "iterable",
+    "ndindex", "ndenumerate", "set_printoptions", "get_printoptions", "printoptions",
+    "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating",
+    "complexfloating", "int_", "intp", "uint", "uint16", "uint32", "uint64", "half", "single",
+    "double", "longlong", "csingle", "cdouble", "object_", "str_", "identity", "tri",
+    "tril_indices", "triu_indices", "diag_indices", "indices", "logspace", "geomspace",
+)
+for _name in _NUMPY_UTILITIES:
+    if _name not in globals() and hasattr(_np_module, _name):
+        globals()[_name] = getattr(_np_module, _name)

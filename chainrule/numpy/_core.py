@@ -32,6 +32,17 @@ EXPOSED: dict = {_ops.index: ["x[key]", "getitem"], _ops.index_add: ["x.at[key].
                  **{op: [f"x.at[key].{method}"] for method, op in _ops.SCATTER_METHODS.items()}}
 
 
+def _kinked_root(s, p: float = 2.0):
+    """s ** (1 / p) of a sum of |x|^p (the 2-norm, std: p = 2), with derivative 0 where
+    s = 0: there the norm has a kink, like |x| at 0, and 0 is the subgradient chainrule
+    picks for |x|, hypot and the 1- and inf-norms (the root's infinite slope times the
+    zero slope of s would be nan, as JAX gives). The root reads 1 there, so every
+    derivative of this stays finite."""
+    zero = _ops.equal(s, 0)
+    safe = _ops.where(zero, 1, s)
+    return _ops.where(zero, 0, _ops.sqrt(safe) if p == 2 else safe ** (1.0 / p))
+
+
 def _exposes(op):
     def deco(fn):
         EXPOSED.setdefault(op, []).append(fn.__name__)
@@ -75,20 +86,31 @@ def softplus(x):
 
 
 # -- reductions and scans -----------------------------------------------------------------
+def _scan_input(x, axis, dtype, out, who):
+    """x flattened when axis is None, converted to ``dtype`` (NumPy accumulates in it)."""
+    if out is not None:
+        raise TypeError(f"{who}: out= is not supported (chainrule values are immutable)")
+    if not _is_dispatched(x):
+        x = _np.asarray(x)
+    if dtype is not None:
+        x = _ops.astype(x, _np.dtype(dtype))
+    if axis is None:
+        return _ops.reshape(x, (-1,)), 0
+    return x, axis
+
+
 @_method("cumsum")
 @_exposes(_ops.cumsum)
-def cumsum(x, axis=None):
-    if axis is None:
-        x, axis = _ops.reshape(x, (-1,)), 0
+def cumsum(a, axis=None, dtype=None, out=None):
+    x, axis = _scan_input(a, axis, dtype, out, "cumsum")
     return _ops.cumsum(x, axis=axis)
 
 
 @_method("cumprod")
-def cumprod(x, axis=None):
+def cumprod(a, axis=None, dtype=None, out=None):
     """Inclusive product scan; on traced values a log-depth (Hillis-Steele) scan of
     multiplies, so every derivative order is exact even where x is zero."""
-    if axis is None:
-        x, axis = _ops.reshape(x, (-1,)), 0
+    x, axis = _scan_input(a, axis, dtype, out, "cumprod")
     if not _is_dispatched(x):
         return _np.cumprod(x, axis=axis)
     return _ops.prefix_product(x, axis)
@@ -142,7 +164,7 @@ def moveaxis(x, source, destination):
 
 
 # -- creation ---------------------------------------------------------------------------
-linspace, eye = _np.linspace, _np.eye
+eye = _np.eye  # linspace: _creation (its endpoints may be traced)
 
 
 # -- indexing ---------------------------------------------------------------------------

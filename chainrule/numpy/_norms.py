@@ -1,7 +1,9 @@
 """Vector and matrix norms of ``chainrule.numpy.linalg`` (``norm``, ``vector_norm``,
 ``matrix_norm``), with NumPy's orders, axes and keepdims; composites of sums,
 maxima and singular values (``svdvals``), so they differentiate to every order.
-The 2-norm's derivative at a zero vector is NaN (sqrt's at 0; as JAX's).
+The derivative of the 2-norm (and of any p-norm with p > 0, and the Frobenius norm)
+at a zero vector is 0, the subgradient the 1- and inf-norms and |x| give there (JAX:
+nan); see docs/numerics.md.
 
 >>> import numpy as np
 >>> import chainrule as cr
@@ -15,8 +17,9 @@ import numpy as _np
 
 from .. import ops as _ops
 from ..ir.op import is_dispatched as _is_dispatched
-from ._core import _shape
+from ._core import _kinked_root, _shape
 from ._linalg import LinalgArgumentError
+from ._shapes import _as_value
 
 
 def _dtype(x) -> _np.dtype:
@@ -49,9 +52,9 @@ def _vector_norm(x, ord, axis: int, keepdims: bool):
     if ord == 1:
         return _ops.sum(_ops.abs(x), axis=axis, keepdims=keepdims)
     if ord is None or ord == 2:
-        return _ops.sqrt(_ops.sum(_abs2(x), axis=axis, keepdims=keepdims))
+        return _kinked_root(_ops.sum(_abs2(x), axis=axis, keepdims=keepdims))
     total = _ops.sum(_ops.abs(x) ** float(ord), axis=axis, keepdims=keepdims)
-    return total ** (1.0 / float(ord))
+    return _kinked_root(total, float(ord)) if ord > 0 else total ** (1.0 / float(ord))
 
 
 def _singular_values(x, row: int, col: int):
@@ -74,7 +77,7 @@ def _matrix_norm(x, ord, row: int, col: int):
         reduce = _ops.max if ord == _np.inf else _ops.min
         return reduce(_ops.sum(_ops.abs(x), axis=col), axis=row - 1 if row > col else row)
     if ord in (None, "fro", "f"):
-        return _ops.sqrt(_ops.sum(_abs2(x), axis=(row, col)))
+        return _kinked_root(_ops.sum(_abs2(x), axis=(row, col)))
     if ord == "nuc":
         return _ops.sum(_singular_values(x, row, col), axis=-1)
     raise LinalgArgumentError("Invalid norm order for matrices.")
@@ -84,6 +87,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     """NumPy's norm: vector norms (ord inf, -inf, 0, 1, 2, any p) along one axis, matrix
     norms (ord 'fro', 'nuc', inf, -inf, 1, -1, 2, -2) over two, the 2-norm / Frobenius
     norm of all entries by default."""
+    x = _as_value(x)  # a list holding traced values or tape tensors is assembled
     if not _is_dispatched(x):
         return _np.linalg.norm(x, ord, axis, keepdims)
     if _dtype(x).kind not in "fc":
@@ -91,7 +95,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     nd = len(_shape(x))
     if axis is None:
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
-            out = _ops.sqrt(_ops.sum(_abs2(x)))
+            out = _kinked_root(_ops.sum(_abs2(x)))
             return _ops.reshape(out, (1,) * nd) if keepdims else out
         axis = tuple(range(nd))
     elif not isinstance(axis, tuple):

@@ -32,10 +32,12 @@ from .. import ops as _ops
 from ..emit.methods import array_method
 from ..errors import ChainruleError
 from ..ir.op import is_dispatched as _is_dispatched
+from ..ops.composites import element_count
 from ..ops.reduction import all as _all
 from ..ops.reduction import correlate_valid as _correlate_valid
 from ..ops.reduction import window as _window
-from ._core import _exposes
+from ._core import _exposes, _kinked_root
+from ._shapes import _as_value
 from ._sorting import partition, sort, take
 
 __all__ = ["allclose", "average", "convolve", "correlate", "count_nonzero", "diff", "gradient",
@@ -46,7 +48,7 @@ _NOVALUE = object()
 
 
 def _asarray(x):
-    return x if _is_dispatched(x) else _np.asarray(x)
+    return _as_value(x)  # lists holding traced values or tape tensors are assembled
 
 
 def _dtype(x) -> _np.dtype:
@@ -128,9 +130,12 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     m = _ops.mean(a, axis=axes, keepdims=True) if mean is None else mean
     centered = _ops.subtract(a, m)
     sq = _ops.sum(_ops.multiply(centered, centered), axis=axes, keepdims=keepdims)
-    n = builtins.max(_count(a.shape, axes) - ddof, 0)
     if not _is_float(sq):
         sq = _ops.astype(sq, _np.float64)
+    if any(isinstance(a.shape[i], str) for i in axes):  # symbolic (f64[n]): counted at run time
+        n = element_count(a, axes, _dtype(sq), keepdims)
+        return _ops.divide(sq, _ops.maximum(_ops.subtract(n, ddof), 0))
+    n = builtins.max(_count(a.shape, axes) - ddof, 0)
     if n == 0:  # NumPy: inf (or nan for 0 / 0), with a warning
         return _ops.divide(sq, _np.zeros((), _dtype(sq)))
     return _ops.divide(sq, n)
@@ -138,8 +143,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    """``np.std``: sqrt(var) (its derivative is infinite where var is 0, as JAX's)."""
-    return _ops.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+    """``np.std``: sqrt(var); where var is 0 (a constant slice) its derivative is 0, the
+    subgradient at the kink, as for |x| (JAX: nan)."""
+    return _kinked_root(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                          correction=correction))
 
 

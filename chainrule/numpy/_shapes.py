@@ -417,6 +417,12 @@ def atleast_3d(*arys):
 
 
 def _sequence(tup, name):
+    """The arrays to stack: a list or tuple, or an array (NumPy iterates its first axis,
+    so ``np.vstack(x)`` of a 1-d x is a column)."""
+    if isinstance(tup, _np.ndarray) or _is_dispatched(tup):
+        if not _shape(tup):
+            raise TypeError(f"{name}: iteration over a 0-d array")
+        return [tup[i] for i in range(_shape(tup)[0])]
     if not isinstance(tup, (list, tuple)):
         raise TypeError(f"{name}: arrays to stack must be passed as a sequence (a list or "
                         f"tuple), got {type(tup).__name__}")

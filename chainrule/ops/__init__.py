@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     sorting,
     special,
     stack,
+    stack_schedule,
 )
 from .assembly import *  # noqa: F403
 from .complex import *  # noqa: F403

@@ -30,7 +30,10 @@ def canonical_slice(s: Slice, n) -> tuple[Slice, int | str]:
     if not isinstance(n, int):
         if s == Slice(None, None, None):
             return s, n
-        raise TypeInferenceError(f"slicing a symbolic dimension {n!r} is not supported")
+        raise TypeInferenceError(
+            f"slicing a symbolic dimension {n!r} other than with ':' is not supported (its "
+            f"length would be an expression of {n}); slice a static axis, or index it with "
+            f"integers or an index array")
     if s.step == 0:
         raise TypeInferenceError("slice step cannot be zero")
     start, stop, step = slice(s.start, s.stop, s.step).indices(n)
@@ -72,8 +75,10 @@ def _normalize_key(name, x: TensorType, key, index_types):
         n = x.shape[dim]
         if isinstance(k, (bool, np.bool_)):
             raise TypeInferenceError(f"{name}: a bool scalar is not a valid index")
-        if isinstance(k, (int, np.integer)):
-            if not isinstance(n, int) or not -n <= k < n:
+        if isinstance(k, (int, np.integer)) and not isinstance(n, int):
+            out.append(int(k))  # a symbolic axis: NumPy checks the bounds when it runs
+        elif isinstance(k, (int, np.integer)):
+            if not -n <= k < n:
                 raise TypeInferenceError(
                     f"{name}: index {k} is out of bounds for axis {dim} of size {n} ({x!r})")
             out.append(int(k) % n)

@@ -89,10 +89,12 @@ def _reduce_type(name, how):
 
 
 def _reduce(name, how, kernel, emit=None, names=(), **facts):
+    # the namespace functions (NumPy's signature: dtype, initial, where) are written in
+    # chainrule/numpy/_reduce_api.py; ``names`` are the NumPy aliases it also provides
     return define(name, _reduce_type(name, how), kernel, 1,
                   {"axis": None, "keepdims": False}, _reduce_normalize(name),
                   emit=emit or templates.method_reduction(name), aliases=False,
-                  namespace=(name, *names), methods=(name,), **facts)
+                  namespace=(), methods=(name,), **facts)
 
 
 def _reduced_count(t, axis) -> int | None:

@@ -9,6 +9,8 @@ array([[8.],
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from ..errors import TypeInferenceError
@@ -42,6 +44,8 @@ def _reshape_normalize(types, attrs):
     shape = tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in shape)
     if shape.count(-1) > 1:
         raise TypeInferenceError(f"reshape: at most one -1 in {shape}")
+    if -1 in shape and not t.is_static:
+        shape = _infer_symbolic(t, shape)
     if -1 in shape:
         total, known = t.size, static_size([d for d in shape if d != -1])
         if total is None or known is None:
@@ -52,12 +56,37 @@ def _reshape_normalize(types, attrs):
     return {"shape": check_shape("reshape", shape)}
 
 
+def _factors(shape) -> tuple[Counter, int]:
+    """The symbols of a shape (with multiplicity) and the product of its static sizes."""
+    syms = Counter(d for d in shape if isinstance(d, str))
+    return syms, int(np.prod([d for d in shape if not isinstance(d, str)], dtype=np.int64))
+
+
+def _infer_symbolic(t, shape) -> tuple:
+    """``shape`` with its -1 inferred for a symbolic ``t``: the symbols of ``t`` left over
+    (at most one, e.g. ``f64[n, 2, 3]`` to ``(-1, 6)`` is ``(n, 6)``) and the static rest."""
+    have, size = _factors(t.shape)
+    want, known = _factors([d for d in shape if d != -1])
+    left = have - want
+    if want - have or known == 0 or size % known or (left and (
+            sum(left.values()) > 1 or size // known != 1)):
+        raise TypeInferenceError(
+            f"reshape: cannot infer -1 in {shape} for {t!r} (its size would be an expression "
+            f"of the symbols; chainrule keeps each symbol a whole dimension)")
+    fill = next(iter(left)) if left else size // known
+    return tuple(fill if d == -1 else d for d in shape)
+
+
 def _reshape_type(types, attrs):
     (t,) = types
     shape = attrs["shape"]
     a, b = t.size, static_size(shape)
     if a is not None and b is not None and a != b:
         raise TypeInferenceError(f"reshape: cannot reshape {t!r} ({a} elements) into {shape}")
+    if (a is None or b is None) and _factors(t.shape) != _factors(shape):
+        raise TypeInferenceError(
+            f"reshape: cannot reshape {t!r} into {shape}: the sizes must match as products "
+            f"of symbols and numbers (each symbol stays a whole dimension)")
     return TensorType(shape, t.dtype)
 
 
@@ -402,9 +431,12 @@ def _creation_emit(fill):
 
 
 def _creation(name, kernel, nargs, attrs, fill):
+    # full / full_like: the namespace functions (chainrule/numpy/_creation.py) also take a
+    # traced or array fill value, which these ops (a number attribute) do not
     return define(name, _creation_type, kernel, nargs, attrs,
                   _creation_normalize(name, like=nargs == 1), emit=_creation_emit(fill),
-                  differentiable=False, fresh=True, aliases=False, namespace=(name,))
+                  differentiable=False, fresh=True, aliases=False,
+                  namespace=() if fill == "full" else (name,))
 
 
 zeros = _creation("zeros", lambda shape, dtype: np.zeros(shape, dtype.numpy), 0,

@@ -1,8 +1,12 @@
 """Derivative rules: one table per transform (``VJP``, ``JVP``) keyed by the op
-object, filled by one file per op family with each op's rules side by side."""
+object, filled by one file per op family with each op's rules side by side; and the
+batching rules of ``vmap`` (``BATCH``, ``batching.py`` and its families)."""
 
 from . import (  # noqa: F401  (fill the tables)
     assembly,
+    batching,
+    batching_index,
+    batching_linalg,
     complex,
     decompositions,
     elementwise,
@@ -14,7 +18,9 @@ from . import (  # noqa: F401  (fill the tables)
     shape,
     sorting,
     special,
+    stack,
 )
+from .batching import BATCH, batching_rule
 from .registry import (
     JVP,
     VJP,
@@ -27,5 +33,5 @@ from .registry import (
     vjp_rule,
 )
 
-__all__ = ["JVP", "VJP", "NoDerivative", "has_jvp", "has_vjp", "jvp_rule", "register_jvp",
-           "register_vjp", "vjp_rule"]
+__all__ = ["BATCH", "JVP", "VJP", "NoDerivative", "has_jvp", "has_vjp", "jvp_rule", "register_jvp",
+           "register_vjp", "vjp_rule", "batching_rule"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
+from ..errors import GradientError
 
 
 def keepdims_shape(shape, axis) -> tuple:
@@ -21,7 +22,12 @@ def expand_reduced(g, x_shape, axis, keepdims):
     return ops.reshape(g, keepdims_shape(x_shape, axis))
 
 
-def reduced_count(shape, axis) -> int:
+def reduced_count(shape, axis) -> int | None:
+    """How many elements a reduction over ``axis`` combines; None when one of those
+    dimensions is a symbol (its size is only known at run time)."""
+    axes = range(len(shape)) if axis is None else axis
+    if any(type(shape[a]) is str for a in axes):
+        return None
     return int(np.prod([shape[a] for a in (range(len(shape)) if axis is None else axis)]))
 
 
@@ -34,6 +40,10 @@ def prod_others(x, axis):
     moved = ops.permute_dims(x, order)
     lead = tuple(x.shape[a] for a in rest)
     n = reduced_count(x.shape, axes)
+    if n is None:  # the scans below are unrolled over the reduced length
+        raise GradientError(f"prod: the derivative of a product over the symbolic axes "
+                            f"{axes} of {x.type!r} is not supported (its exact form with "
+                            f"zeros is a scan unrolled over the axis length)")
     flat = ops.reshape(moved, lead + (n,))
     left = ops.prefix_product(flat, -1, exclusive=True)
     right = ops.flip(ops.prefix_product(ops.flip(flat, -1), -1, exclusive=True), -1)

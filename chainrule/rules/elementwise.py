@@ -65,9 +65,12 @@ def _small_integer_power(y):
 
 
 def _log_or_zero(x, positive):
-    """log(x) where x > 0, else 0 (the y-derivative of x ** y there); for complex x the
-    principal log wherever x != 0"""
-    return ops.where(positive, ops.log(ops.where(positive, x, 1)), 0)
+    """log(x) where x > 0 (for complex x the principal log wherever x != 0); 0 at x = 0,
+    where 0 ** y is constant (0) for y > 0; NaN where a real x < 0, where x ** y is not
+    defined for non-integer y, so has no derivative in y (as JAX and autograd: a 0
+    there would be a wrong number, not even the real part of the complex one)"""
+    return ops.where(positive, ops.log(ops.where(positive, x, 1)),
+                     ops.where(x == 0, 0, np.nan))
 
 
 def _domain(x):
@@ -86,30 +89,38 @@ def _power_slope(x, y):
     return ops.where(zero, 0, y * safe ** (y - 1))
 
 
+def _is_zero_exponent(y):
+    return isinstance(y, np.ndarray) and y.ndim == 0 and y == 0
+
+
+def _power_x_slope(x, y):
+    """The x-slope of x ** y, with shortcuts for exponents known to be 0, 1 or 2."""
+    if _small_integer_power(y):
+        return 1 if y == 1 else 2 * x
+    return _power_slope(x, y)
+
+
 @vjp_rule(ops.power)
 def power_vjp(z, g, x, y):
     """z = x ** y;  dx = g * y * x ** (y - 1)  (0 where y = 0);  dy = g * z * log(x)
-    (0 where x <= 0)"""
-    if _small_integer_power(y):
-        return (g if y == 1 else g * (2 * x)), None
-    if isinstance(y, np.ndarray) and y.ndim == 0 and y == 0:
-        return None, None
-    dx = g * _power_slope(x, y)
-    positive = _domain(x)
-    return dx, g * z * _log_or_zero(x, positive)
+    (0 where x = 0, NaN where a real x < 0). The shortcuts for y = 0, 1, 2 apply to dx
+    only: on the tape's eager backward y is an array even when it is being
+    differentiated, so dy is always returned (the pass prunes it for a constant y)."""
+    dy = g * z * _log_or_zero(x, _domain(x))
+    if _is_zero_exponent(y):
+        return None, dy
+    return g * _power_x_slope(x, y), dy
 
 
 @jvp_rule(ops.power)
 def power_jvp(z, x, y):
     """z = x ** y;  dz = dx * y * x ** (y - 1) + dy * z * log(x)  (first term 0 where
-    y = 0, log term 0 where x <= 0)"""
-    if _small_integer_power(y):
-        return (lambda t: t if y == 1 else t * (2 * x)), None
-    if isinstance(y, np.ndarray) and y.ndim == 0 and y == 0:
-        return None, None
+    y = 0, log term 0 where x = 0 and NaN where a real x < 0)"""
     positive = _domain(x)
-    return ((lambda t: t * _power_slope(x, y)),
-            (lambda t: t * (z * _log_or_zero(x, positive))))
+    dy = (lambda t: t * (z * _log_or_zero(x, positive)))
+    if _is_zero_exponent(y):
+        return None, dy
+    return (lambda t: t * _power_x_slope(x, y)), dy
 
 
 def _extremum_vjp(g, x, y, first):
@@ -196,15 +207,32 @@ def _divide_by(op, divisor, doc: str):
 
 _scale(ops.square, lambda z, x: 2 * x, "z = x^2;  f'(x) = 2 x")
 _scale(ops.exp, lambda z, x: z, "z = exp(x);  f'(x) = z")
-_scale(ops.expm1, lambda z, x: z + 1, "z = exp(x) - 1;  f'(x) = z + 1")
+_scale(ops.expm1, lambda z, x: ops.exp(x),
+       "z = exp(x) - 1;  f'(x) = exp(x)  (not z + 1, which cancels for x < 0: 1.7e-4 off at "
+       "x = -30, 0 for x < -37; JAX computes z + 1)")
 _scale(ops.sin, lambda z, x: ops.cos(x), "z = sin(x);  f'(x) = cos(x)")
 _scale(ops.tan, lambda z, x: 1 + z * z, "z = tan(x);  f'(x) = 1 + z^2")
+
 _scale(ops.tanh, lambda z, x: 1 - z * z, "z = tanh(x);  f'(x) = 1 - z^2")
 _scale(ops.sigmoid, lambda z, x: z * (1 - z), "z = sigmoid(x);  f'(x) = z (1 - z)")
 _divide_by(ops.log, lambda z, x: x, "z = log(x);  f'(x) = 1 / x")
 _divide_by(ops.log1p, lambda z, x: 1 + x, "z = log(1 + x);  f'(x) = 1 / (1 + x)")
-_divide_by(ops.arctan, lambda z, x: 1 + x * x, "z = arctan(x);  f'(x) = 1 / (1 + x^2)")
 _divide_by(ops.sqrt, lambda z, x: 2 * z, "z = sqrt(x);  f'(x) = 1 / (2 z)")
+
+
+def _arctan_slope(z, x):
+    """1 / (1 + x^2) as (1 / hypot(x, 1))^2: the same to rounding, but its derivatives never
+    form x^2, which overflows for |x| > 1e154 (the tangent of 1 + x * x is then inf and its
+    product with the slope's 0 NaN). Complex x keeps 1 / (1 + x^2) (hypot is real)."""
+    if x.dtype.kind == "c":
+        return ops.reciprocal(1 + x * x)
+    r = ops.reciprocal(ops.hypot(x, 1.0))
+    return r * r
+
+
+_scale(ops.arctan, _arctan_slope,
+       "z = arctan(x);  f'(x) = 1 / (1 + x^2) = (1 / hypot(x, 1))^2  (no overflow of x^2 at any "
+       "order)")
 
 
 def _unit(z, x):

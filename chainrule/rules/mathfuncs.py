@@ -63,19 +63,30 @@ def _binary(op, slopes, doc: str):
 # -- hyperbolic and inverse trigonometric ---------------------------------------------
 _unary(ops.sinh, lambda z, x: ops.cosh(x), "z = sinh(x);  f'(x) = cosh(x)")
 _unary(ops.cosh, lambda z, x: ops.sinh(x), "z = cosh(x);  f'(x) = sinh(x)")
-_unary_divide(ops.arcsin, lambda z, x: ops.sqrt((1 - x) * (1 + x)),
-              "z = arcsin(x);  f'(x) = 1 / sqrt((1 - x)(1 + x))  (the factored form is "
-              "accurate near +-1; +inf at +-1, nan outside [-1, 1], as NumPy/JAX)")
-_unary_divide(ops.arccos, lambda z, x: -ops.sqrt((1 - x) * (1 + x)),
-              "z = arccos(x);  f'(x) = -1 / sqrt((1 - x)(1 + x))  (-inf at +-1, as JAX)")
+
+
+def _one_minus_square(x):
+    """1 - x^2: factored, (1 - x)(1 + x), where |x| >= 1/2 (accurate near +-1, where x * x
+    rounds), 1 - x * x below (whose derivative, -2x, is exact near 0: that of the factored
+    form, (1 - x) - (1 + x), cancels to 0 for |x| < 1e-16)."""
+    return ops.where(ops.abs(x) < 0.5, 1 - x * x, (1 - x) * (1 + x))
+
+
+_unary_divide(ops.arcsin, lambda z, x: ops.sqrt(_one_minus_square(x)),
+              "z = arcsin(x);  f'(x) = 1 / sqrt(1 - x^2)  (1 - x^2 factored as (1 - x)(1 + x) "
+              "for |x| >= 1/2: accurate near +-1; +inf at +-1, nan outside [-1, 1], as "
+              "NumPy/JAX)")
+_unary_divide(ops.arccos, lambda z, x: -ops.sqrt(_one_minus_square(x)),
+              "z = arccos(x);  f'(x) = -1 / sqrt(1 - x^2)  (as arcsin; -inf at +-1, as JAX)")
 _unary_divide(ops.arcsinh, lambda z, x: ops.hypot(x, 1.0),
               "z = arcsinh(x);  f'(x) = 1 / sqrt(x^2 + 1) = 1 / hypot(x, 1)  (no overflow "
               "of x^2 for large |x|)")
 _unary_divide(ops.arccosh, lambda z, x: ops.sqrt(x - 1) * ops.sqrt(x + 1),
               "z = arccosh(x);  f'(x) = 1 / (sqrt(x - 1) sqrt(x + 1))  (accurate near 1, no "
               "overflow for large x; +inf at 1)")
-_unary_divide(ops.arctanh, lambda z, x: (1 - x) * (1 + x),
-              "z = arctanh(x);  f'(x) = 1 / ((1 - x)(1 + x))")
+_unary_divide(ops.arctanh, lambda z, x: _one_minus_square(x),
+              "z = arctanh(x);  f'(x) = 1 / (1 - x^2)  (factored as (1 - x)(1 + x) for "
+              "|x| >= 1/2; +inf at +-1)")
 
 
 @vjp_rule(ops.arctan2)
@@ -95,16 +106,24 @@ def arctan2_jvp(z, y, x):
 
 def _over_hypot(z, v):
     """v / z, and 0 where z = 0 (the origin, where hypot has a kink: 0 is the
-    subgradient chainrule picks, as for |x|)."""
-    return v / ops.where(z == 0, 1, z)
+    subgradient chainrule picks, as for |x|, and so are its derivatives there: the outer
+    where makes the second derivative 0 at the origin too, as |x|'s, not the 1 of
+    v / 1)."""
+    zero = z == 0
+    return ops.where(zero, 0, v / ops.where(zero, 1, z))
 
 
 _binary(ops.hypot, lambda z, x, y: (_over_hypot(z, x), _over_hypot(z, y)),
-        "z = hypot(x, y) = sqrt(x^2 + y^2);  f_x = x / z;  f_y = y / z  (0 at the origin)")
+        "z = hypot(x, y) = sqrt(x^2 + y^2);  f_x = x / z;  f_y = y / z  (0 at the origin, "
+        "and so are the second derivatives there)")
 
 # -- exponents and logarithms in other bases ------------------------------------------
-_unary_divide(ops.log2, lambda z, x: x * _LN2, "z = log2(x);  f'(x) = 1 / (x ln 2)")
-_unary_divide(ops.log10, lambda z, x: x * _LN10, "z = log10(x);  f'(x) = 1 / (x ln 10)")
+_unary(ops.log2, lambda z, x: (1 / _LN2) / x,
+       "z = log2(x);  f'(x) = 1 / (x ln 2), computed as (1 / ln 2) / x (x ln 2 rounds "
+       "again where x is subnormal)")
+_unary(ops.log10, lambda z, x: (1 / _LN10) / x,
+       "z = log10(x);  f'(x) = 1 / (x ln 10), computed as (1 / ln 10) / x: x ln 10 "
+       "overflows for x > 7.8e307 (giving 0, not 4.3e-309)")
 _unary(ops.exp2, lambda z, x: z * _LN2, "z = 2^x;  f'(x) = z ln 2")
 _unary_divide(ops.cbrt, lambda z, x: 3 * (z * z),
               "z = x^(1/3);  f'(x) = 1 / (3 z^2)  (+inf at x = 0, the vertical tangent; a "

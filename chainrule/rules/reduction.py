@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
-from .common import expand_reduced, linear_self, prod_others, reduced_count
+from ..ops.composites import element_count
+from .common import expand_reduced, linear_self, prod_others
 from .registry import jvp_rule, vjp_rule
 
 
@@ -20,7 +21,8 @@ def sum_vjp(z, g, x, axis, keepdims):
 @vjp_rule(ops.mean)
 def mean_vjp(z, g, x, axis, keepdims):
     """z = mean(x, axis);  dx = broadcast(g) / n"""
-    n = reduced_count(x.shape, axis)
+    # a symbolic axis (f64[n, 3]): n is counted when the program runs
+    n = element_count(x, axis, g.dtype, keepdims=True)
     return (ops.broadcast_to(expand_reduced(g, x.shape, axis, keepdims) / n, x.shape),)
 
 
@@ -73,11 +75,14 @@ jvp_rule(ops.cumsum)(linear_self(ops.cumsum))
 def _softmax_of(x, axis):
     """exp(x - m) / sum(exp(x - m)) with m the (finite) maximum, held constant: the
     weights of logsumexp's derivative without cancellation at large magnitudes
-    (exp(x - logsumexp(x)) rounds to 1 when |x| ~ 1e16), at every order."""
-    m = ops.stop_gradient(ops.max(x, axis=axis, keepdims=True))
-    m = ops.where(ops.abs(m) < np.inf, m, 0)
-    e = ops.exp(x - m)
-    return e / ops.sum(e, axis=axis, keepdims=True)
+    (exp(x - logsumexp(x)) rounds to 1 when |x| ~ 1e16), at every order. A slice of -inf
+    only (a fully masked row) gets uniform weights, the limit along the diagonal (as
+    logaddexp(-inf, -inf) gives 1/2 each; JAX and PyTorch give nan): its exponentials are
+    all 0, and 1 is added to each (a per-slice constant, 0 elsewhere: one extra pass)."""
+    top = ops.stop_gradient(ops.max(x, axis=axis, keepdims=True))
+    e = ops.exp(x - ops.where(ops.abs(top) < np.inf, top, 0))
+    w = e + ops.where(top == -np.inf, 1.0, 0.0)
+    return w / ops.sum(w, axis=axis, keepdims=True)
 
 
 @vjp_rule(ops.logsumexp)

@@ -94,6 +94,11 @@ def multigammaln(a, d):
 
 
 # the functions written here (besides the ops that declare "scipy.special.<name>")
-_OWN: list[str] = ["expit", "logit", "logsumexp", "multigammaln"]
+def psi(x):
+    """``scipy.special.psi``: SciPy's other name of ``digamma``."""
+    return _ops.digamma(x)
+
+
+_OWN: list[str] = ["expit", "logit", "logsumexp", "multigammaln", "psi"]
 
 __all__ = _assemble(globals(), "scipy.special.", _OWN)

@@ -23,6 +23,8 @@ in the simplex).
 from __future__ import annotations
 
 import math as _math
+import sys as _sys
+import types as _types
 
 import numpy as _np
 
@@ -101,6 +103,14 @@ class _Norm(_Distribution):
         """log Phi((x - loc) / scale) (the op ``log_ndtr``: accurate far in the left tail)"""
         return _ops.log_ndtr(_standardize(x, loc, scale))
 
+    def sf(self, x, loc=0, scale=1):
+        """1 - Phi(y) = Phi(-y), y = (x - loc) / scale (accurate in the right tail)"""
+        return _ops.ndtr(_ops.negative(_standardize(x, loc, scale)))
+
+    def logsf(self, x, loc=0, scale=1):
+        """log Phi(-y), y = (x - loc) / scale"""
+        return _ops.log_ndtr(_ops.negative(_standardize(x, loc, scale)))
+
 
 class _T(_Distribution):
     """Student's t distribution: ``logpdf``, ``pdf``, ``cdf`` of x with ``df``, ``loc`` and
@@ -110,11 +120,12 @@ class _T(_Distribution):
 
     def logpdf(self, x, df, loc=0, scale=1):
         """gammaln((df+1)/2) - gammaln(df/2) - log(df pi)/2 - (df+1)/2 log1p(y^2/df)
-        - log(scale), y = (x - loc) / scale"""
+        - log(scale), y = (x - loc) / scale, with the first three terms as
+        -betaln(df/2, 1/2) - log(df)/2 (the same; the gammaln difference cancels for large
+        df: 1e-6 off at df = 1e10, every digit lost by 1e16)"""
         y = _standardize(x, loc, scale)
         half = _ops.multiply(_ops.add(df, 1), 0.5)
-        out = (_ops.gammaln(half) - _ops.gammaln(_ops.multiply(df, 0.5))
-               - 0.5 * _ops.log(_ops.multiply(df, _math.pi))
+        out = (-_ops.betaln(_ops.multiply(df, 0.5), 0.5) - 0.5 * _ops.log(df)
                - half * _ops.log1p(y * y / df))
         return _minus(out, _log_scale(scale))
 
@@ -124,6 +135,11 @@ class _T(_Distribution):
     def cdf(self, x, df, loc=0, scale=1):
         """stdtr(df, (x - loc) / scale)"""
         return _ops.stdtr(df, _standardize(x, loc, scale))
+
+    def logcdf(self, x, df, loc=0, scale=1):
+        """log stdtr(df, (x - loc) / scale) (the tails are polynomial: the cdf stays a
+        normal number far beyond where the normal distribution's underflows)"""
+        return _ops.log(self.cdf(x, df, loc, scale))
 
 
 class _Gamma(_Distribution):
@@ -149,6 +165,23 @@ class _Gamma(_Distribution):
         y = _standardize(x, loc, scale)
         inside = _ops.greater(y, 0)
         return _ops.where(inside, _ops.gammainc(a, _ops.where(inside, y, 1.0)), 0.0)
+
+
+class _Chi2(_Distribution):
+    """The chi-squared distribution with ``df`` degrees of freedom: the gamma distribution
+    with shape df / 2 and scale 2 (``logpdf``, ``pdf``, ``cdf``; the cdf has no derivative
+    in df)."""
+
+    name = "chi2"
+
+    def logpdf(self, x, df, loc=0, scale=1):
+        return gamma.logpdf(x, _ops.multiply(df, 0.5), loc, _ops.multiply(scale, 2.0))
+
+    def pdf(self, x, df, loc=0, scale=1):
+        return _ops.exp(self.logpdf(x, df, loc, scale))
+
+    def cdf(self, x, df, loc=0, scale=1):
+        return gamma.cdf(x, _ops.multiply(df, 0.5), loc, _ops.multiply(scale, 2.0))
 
 
 class _Beta(_Distribution):
@@ -238,6 +271,17 @@ class _Dirichlet(_Distribution):
     def pdf(self, x, alpha):
         return _ops.exp(self.logpdf(x, alpha))
 
+    def rvs(self, alpha, size=1, random_state=None):
+        """Draws (SciPy's ``dirichlet.rvs``, as autograd re-exports it): samples of
+        concrete ``alpha``, shape ``(size, K)``; not differentiable."""
+        if _is_dispatched(alpha):
+            raise _ChainruleError("dirichlet.rvs: alpha must be a concrete array (draws are "
+                                  "not differentiated); sample outside the differentiated "
+                                  "function or use chainrule.random")
+        import scipy.stats as _scipy_stats
+
+        return _scipy_stats.dirichlet.rvs(alpha, size=size, random_state=random_state)
+
 
 def _squeeze(out):
     """SciPy's ``_squeeze_output``: length-1 axes dropped."""
@@ -296,19 +340,52 @@ class _MultivariateNormal(_Distribution):
     def pdf(self, x, mean=None, cov=1, allow_singular=False):
         return _ops.exp(self.logpdf(x, mean, cov, allow_singular))
 
+    def entropy(self, mean=None, cov=1):
+        """(d (1 + log(2 pi)) + log det cov) / 2 (``mean`` only gives the dimension)"""
+        cov_shape = _shape(cov)
+        if len(cov_shape) == 0:
+            dim = 1 if mean is None else int(_np.prod(_shape(mean), dtype=_np.int64))
+            logdet = dim * _ops.log(cov)
+        elif len(cov_shape) == 1:
+            dim, logdet = cov_shape[0], _ops.sum(_ops.log(cov))
+        elif len(cov_shape) == 2 and cov_shape[0] == cov_shape[1]:
+            dim, logdet = cov_shape[0], _ops.mvn_logdet(cov)
+        else:
+            raise _ChainruleError(f"multivariate_normal.entropy: cov of shape {cov_shape} is "
+                                  f"not a square matrix, a diagonal or a scalar")
+        return 0.5 * (logdet + dim * (1.0 + 2 * _LOG_SQRT_2PI))
+
 
 norm = _Norm()
 t = _T()
 gamma = _Gamma()
+chi2 = _Chi2()
 beta = _Beta()
 poisson = _Poisson()
 dirichlet = _Dirichlet()
 multivariate_normal = _MultivariateNormal()
 
+
+
+def _register_submodule(dist: _Distribution) -> None:
+    """``chainrule.scipy.stats.norm`` importable as a module, as autograd users write
+    ``import autograd.scipy.stats.norm as norm`` (SciPy has no such modules; autograd
+    does): a module holding the distribution's methods, in ``sys.modules``."""
+    module = _types.ModuleType(f"{__name__}.{dist.name}", dist.__doc__)
+    for attr in dir(dist):
+        if not attr.startswith("_") and callable(getattr(dist, attr)):
+            setattr(module, attr, getattr(dist, attr))
+    _sys.modules[module.__name__] = module
+
+
+for _dist in (norm, t, gamma, chi2, beta, poisson, dirichlet, multivariate_normal):
+    _register_submodule(_dist)
+
 for _op in (_ops.mvn_solve, _ops.mvn_logdet):
     _EXPOSED.setdefault(_op, []).append("scipy.stats.multivariate_normal.logpdf")
 
 # the functions written here (besides the ops that declare "scipy.stats.<name>")
-_OWN: list[str] = ["beta", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson", "t"]
+_OWN: list[str] = ["beta", "chi2", "dirichlet", "gamma", "multivariate_normal", "norm",
+                   "poisson", "t"]
 
 __all__ = _assemble(globals(), "scipy.stats.", _OWN)

@@ -220,6 +220,16 @@ class Tensor(ArrayMethods):
 
         return to_dot(self)
 
+    def _repr_html_(self) -> str:  # notebooks: the repr and the recorded graph
+        from ..ir.display import tensor_html
+
+        return tensor_html(self)
+
+    def _repr_svg_(self) -> str | None:  # the recorded graph, or None without Graphviz
+        from ..ir.display import tensor_svg
+
+        return tensor_svg(self)
+
     # -- recording ------------------------------------------------------------------------
     def _cr_apply(self, op, args, attrs):
         mode = MODE

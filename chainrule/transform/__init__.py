@@ -15,6 +15,7 @@ from .optimize import Optimize, optimize
 from .partial_eval import PartialEval, partial_eval
 from .simplify import Simplify, simplify
 from .transpose import Transpose, transpose
+from .vmap import VmapPass, vmap  # noqa: F401  (registers the vmap pass)
 
 __all__ = ["CSE", "DCE", "FunctionPass", "Gradient", "Inline", "JVPPass", "Linearize",
            "Optimize", "OptionsPass", "PASSES", "PartialEval", "Pass", "Pipeline", "Simplify",

@@ -12,8 +12,18 @@ from .. import ops
 from ..emit.trace import Trace, Traced
 from ..errors import CompiledHigherOrderError, GradientError
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
-from ..ir.types import TensorType, TupleType, Type
+from ..ir.types import FuncType, ListType, TensorType, TupleType, Type
 from ..ops.common import broadcast_shapes
+from ..ops.stack import STACK_ADD, STACK_EMPTY
+
+
+def has_function(t: Type) -> bool:
+    """A function (closure) inside ``t``: a value with no zero and no sum."""
+    if isinstance(t, TupleType):
+        return any(has_function(f) for f in t.fields)
+    if isinstance(t, ListType):
+        return has_function(t.elem)
+    return isinstance(t, FuncType)
 
 
 class Adjoints:
@@ -21,6 +31,9 @@ class Adjoints:
         self.trace = trace
         self.b = trace.builder
         self.msgs: dict[Var, object] = {}
+        # the type of a variable's adjoint (a function value's is its env's: the gradient
+        # pass sets this, see gradient_closures.py)
+        self.type_of = _own_type
 
     # -- emitting --------------------------------------------------------------------
     def call(self, op, *args, **attrs) -> Var:
@@ -61,6 +74,8 @@ class Adjoints:
         if isinstance(t, TupleType):
             return tuple(self.add(x, y, ft) for x, y, ft in
                          zip(self.split(a, t), self.split(b, t), t.fields))
+        if isinstance(t, ListType):  # stacks of cotangents add element by element
+            return self.call(STACK_ADD, a, b)
         return self.call(ops.add, a, b)
 
     def zeros(self, t: Type, name: str | None = None):
@@ -68,6 +83,9 @@ class Adjoints:
             return self.b.call(ops.zeros, [], {"shape": t.shape, "dtype": t.dtype}, name)
         if isinstance(t, TupleType):
             return Tuple(self.zeros(f) for f in t.fields)
+        if isinstance(t, ListType) and not has_function(t):
+            # an empty stack of cotangents (or tangents) stands for a stack of zeros
+            return self.b.call(STACK_EMPTY, [], {"elem": t.elem}, name)
         raise CompiledHigherOrderError(f"no zero tangent for a value of type {t!r} (a "
                                        f"function or stack whose derivative is unknown)")
 
@@ -90,12 +108,14 @@ class Adjoints:
             return
         if not wants(atom):
             return
-        self.msgs[atom] = self.add(self.msgs.get(atom), msg, atom.type)
+        self.msgs[atom] = self.add(self.msgs.get(atom), msg, self.type_of(atom))
 
     def fit(self, partial, t: TensorType):
         """A rule's result summed/broadcast to shape ``t.shape`` and cast to ``t.dtype``."""
         atom = self.unwrap(partial)
-        pt = atom.type
+        pt = _type(atom)
+        if not isinstance(pt, TensorType) and pt == t:  # a stack, a tuple: no broadcasting
+            return atom
         if not isinstance(pt, TensorType):
             raise GradientError(f"a VJP rule returned a {pt!r} for an operand of type {t!r}")
         if pt.shape != t.shape:
@@ -119,6 +139,10 @@ class Adjoints:
         if atom.type.dtype != dtype:
             atom = self.call(ops.astype, atom, dtype=dtype)
         return atom
+
+
+def _own_type(var: Var) -> Type:
+    return var.type
 
 
 def _type(atom) -> Type:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from operator import is_not
 
 from ..errors import ChainruleError, VerifyError
+from ..ir.collector import collector_paused
 from ..ir.nodes import Block, Call, Constant, Function, If, Module, Tuple, TupleGetItem, Var, While
 from ..ir.verify import verify as verify_module
 
@@ -42,6 +43,7 @@ class Pass:
     def run(self, module: Module) -> Module:
         raise NotImplementedError
 
+    @collector_paused
     def __call__(self, module: Module) -> Module:
         if not isinstance(module, Module):
             raise ChainruleError(f"pass {self.name} takes a Module, not {type(module).__name__}")

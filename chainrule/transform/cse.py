@@ -30,6 +30,7 @@ def main(x: f64[3]) -> f64[3]:
 
 from __future__ import annotations
 
+from ..ir.collector import collector_paused
 from ..ir.nodes import (
     Binding,
     Block,
@@ -164,6 +165,7 @@ class CSE(Pass):
 register_pass(CSE)
 
 
+@collector_paused
 def cse(module: Module) -> Module:
     """Common-subexpression elimination of ``module`` (see the module docstring)."""
     return CSE()(module)

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..errors import ChainruleError
+from ..ir.collector import collector_paused
 from ..ir.nodes import Binding, Block, Call, Function, GlobalVar, Module, Tuple, Var, While
 from ..ir.op import Op
 from ..ir.visitor import atoms_of, nested_blocks
@@ -133,6 +134,7 @@ class DCE(Pass):
 register_pass(DCE)
 
 
+@collector_paused
 def dce(module: Module, roots: Iterable[str] | str | None = None) -> Module:
     """Dead-code elimination of ``module`` (see the module docstring)."""
     return DCE(roots)(module)

@@ -30,10 +30,12 @@ from __future__ import annotations
 
 from .. import ops
 from ..errors import GradientError
+from ..ir.collector import collector_paused
 from ..ir.nodes import Function, If, Module, Tuple, Var, While
 from ..ir.types import TensorType, TupleType, has_float
 from . import gradient_control as control
 from .base import OptionsPass, register_pass
+from .gradient_closures import function_backward
 from .gradient_sweep import (
     STRAIGHT_LINE_BACKWARD,
     Context,
@@ -44,7 +46,8 @@ from .gradient_sweep import (
 )
 
 # what the reverse sweep does for each kind of binding value
-BACKWARD = {**STRAIGHT_LINE_BACKWARD, If: control.if_backward, While: control.while_backward}
+BACKWARD = {**STRAIGHT_LINE_BACKWARD, If: control.if_backward, While: control.while_backward,
+            Function: function_backward}
 # how relevant control flow is rewritten on the forward sweep
 FORWARD_REWRITES = {If: control.if_forward, While: control.while_forward}
 
@@ -70,6 +73,7 @@ def _resolve(fn: Function, name_or_var, func: str) -> Var:
     return matches[0]
 
 
+@collector_paused
 def gradient(module: Module, func: str = "main", require_grads=None, target_index=None,
              sens: bool = False, name: str | None = None) -> Module:
     """Add ``<func>_adjoint`` returning ``(result, (adjoints of require_grads...))``.
@@ -161,6 +165,7 @@ def _field(result, index: int):
     return result.fields[index] if isinstance(result, Tuple) else None
 
 
+@collector_paused
 def vjp_module(module: Module, func: str = "main", wrt=None) -> Module:
     """Add ``<func>_vjp(params) -> (result, pullback)``; ``pullback(cotangent)``
     returns the adjoints of the float parameters (a closure: no recomputation);

@@ -31,7 +31,7 @@ from ..ir.types import FuncType, TensorType, TupleType, Type, has_float
 from ..ir.visitor import Mutator, atoms_of, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_OPS
 from ..rules import VJP, NoDerivative, has_vjp
-from .adjoint import Adjoints, prune
+from .adjoint import Adjoints, has_function, prune
 
 # -- relevance ---------------------------------------------------------------------------
 
@@ -85,19 +85,36 @@ def missing_rules(bindings, relevant) -> list[str]:
             for op, vs in missing.items()]
 
 
-def _refuse_closures(bindings, relevant, mode: str) -> None:
-    """Closures and stacks in the differentiated part: a derivative program of
-    control flow, which this pass does not differentiate again (yet)."""
+def _refuse_stacks(bindings, relevant, mode: str) -> None:
+    """Function values inside tuples or stacks in the differentiated part (the
+    (result, pullback) pairs and stacks of pullbacks of a derivative of control flow),
+    which this pass does not differentiate again (yet). A function value by itself is
+    differentiated (gradient_closures.py); so are stacks of arrays."""
     for b in bindings:
         v = b.value
-        if (relevant is None or b.var in relevant) and isinstance(v, (Call, Function)) and (
-                isinstance(v, Function) or isinstance(v.callee, Var)
-                or v.callee in STACK_OPS):
+        if (relevant is not None and b.var not in relevant) or isinstance(v, Function):
+            continue
+        if isinstance(v, Call) and v.callee in STACK_OPS:
+            if _holds_function(b.var.type, v.args):
+                raise CompiledHigherOrderError(
+                    f"{mode} mode of a program that holds a stack of pullbacks "
+                    f"({b.var.name} = {v.callee.name}(...)): this is a derivative of a loop, "
+                    f"and differentiating it again is not compiled yet; grad/value_and_grad/"
+                    f"vjp run such higher-order derivatives on the tape instead")
+        elif not isinstance(b.var.type, FuncType) and has_function(b.var.type):
             raise CompiledHigherOrderError(
-                f"{mode} mode of a program that holds closures or a stack ({b.var.name}): "
-                f"this is a derivative of a loop or branch, and differentiating it again is "
-                f"not compiled yet; grad/value_and_grad/vjp run such higher-order "
-                f"derivatives on the tape instead")
+                f"{mode} mode through {b.var.name}: {b.var.type!r} holds a function "
+                f"value inside a tuple or a stack (as the (result, pullback) pairs of a "
+                f"derivative of control flow do); a function value passed, called or "
+                f"returned by itself is differentiated, one inside a tuple or stack is not "
+                f"compiled yet; grad/value_and_grad/vjp run such higher-order derivatives "
+                f"on the tape instead")
+
+
+def _holds_function(result_type, args) -> bool:
+    """A stack op on a stack of functions (stacks of arrays differentiate again)."""
+    return has_function(result_type) or any(
+        has_function(arg_type_of(a)) for a in args)
 
 
 def float_params(fn: Function, wrt=None) -> list[Var]:
@@ -106,10 +123,31 @@ def float_params(fn: Function, wrt=None) -> list[Var]:
     return [p for p in params if has_float(p.type)]
 
 
-def vjp_type(fn: Function, wrt=None) -> FuncType:
-    """``g_vjp``: the same parameters -> (result, pullback: dresult -> dparams)."""
-    back = FuncType([fn.ret_type], TupleType([p.type for p in float_params(fn, wrt)]))
-    return FuncType([p.type for p in fn.params], TupleType([fn.ret_type, back]))
+def vjp_type(fn: Function, wrt=None, envs=(), result_env=None) -> FuncType:
+    """``g_vjp``: the same parameters -> (result, pullback: dresult -> dparams). A
+    function parameter takes a VJP version and its adjoint is its env's (``envs``: one
+    env type per function parameter); a closure result comes back as its VJP version,
+    its adjoint of type ``result_env`` (see gradient_closures.py)."""
+    from .gradient_closures import vjp_closure_type
+
+    param_envs = _param_envs(fn, envs)
+    params = [vjp_closure_type(p.type, param_envs[p]) if p in param_envs else p.type
+              for p in fn.params]
+    dparams = [param_envs.get(p, p.type) for p in float_params(fn, wrt)]
+    ret, dret = fn.ret_type, fn.ret_type
+    if isinstance(ret, FuncType):
+        ret, dret = vjp_closure_type(ret, result_env), result_env
+    back = FuncType([dret], TupleType(dparams))
+    return FuncType(params, TupleType([ret, back]))
+
+
+def _param_envs(fn: Function, envs) -> dict:
+    """The env type of each function parameter of ``fn`` (one per, in order)."""
+    fparams = [p for p in fn.params if isinstance(p.type, FuncType)]
+    if len(fparams) != len(envs):
+        raise GradientError(f"reverse mode: {len(envs)} env types for the "
+                            f"{len(fparams)} function parameters")
+    return dict(zip(fparams, envs))
 
 
 # -- the pass ----------------------------------------------------------------------------
@@ -135,21 +173,39 @@ class Context:
         # an emitted variable -> the same value under its name as an adjoint, for the
         # adjoints known to be final only after the variable was read
         self.renames: dict[Var, Var] = {}
+        self.specializations: dict = {}  # (function, env types) -> its vjp's name
+        self.result_envs: dict[str, Type] = {}  # vjp name -> env type of its closure result
 
     def finish(self, fn: Function) -> Function:
         """``fn`` with the adjoint names chosen during the sweeps given to its variables."""
         return substitute_vars(fn, self.renames)
 
-    def vjp_name(self, name: str, wrt=None) -> str:
+    def vjp_name(self, name: str, wrt=None, envs=()) -> str:
         """``<name>_vjp``, built on first use; its pullback returns the adjoints of the
-        float parameters (of those at positions ``wrt``: the rest are constants)."""
-        vname = f"{name}_vjp"
-        if vname not in self.types:
+        float parameters (of those at positions ``wrt``: the rest are constants).
+        ``envs``: the env types of the function values passed for its function
+        parameters (one specialization each: ``<name>_vjp_1``...)."""
+        key = (name, envs)
+        vname = self.specializations.get(key)
+        if vname is None:
+            vname = f"{name}_vjp"
+            k = 0
+            while vname in self.types:
+                k += 1
+                vname = f"{name}_vjp_{k}"
             if vname in self.module.functions:
                 raise GradientError(f"the module already has a function named {vname}")
-            self.types[vname] = vjp_type(self.module[name], wrt)
+            fn = self.module[name]
+            result_env = None
+            if isinstance(fn.ret_type, FuncType):
+                from .gradient_closures import result_env_type
+
+                result_env = result_env_type(self, fn, name, _param_envs(fn, envs))
+                self.result_envs[vname] = result_env
+            self.specializations[key] = vname
+            self.types[vname] = vjp_type(fn, wrt, envs, result_env)
             self.generated[vname] = None  # reserve: recursion refers to it while it is built
-            self.generated[vname] = self.finish(build_vjp_function(self, name, wrt))
+            self.generated[vname] = self.finish(build_vjp_function(self, name, wrt, envs))
         return vname
 
     def new_trace(self, n_bindings: int) -> Trace:
@@ -163,8 +219,23 @@ class ForwardCopy(Mutator):
 
     sweep: Sweep
 
+    plain = 0  # > 0 while copying a closure's body as it is (no derivative)
+
     def rewrite(self, binding):
         sweep, v = self.sweep, binding.value
+        if self.plain:
+            return super().rewrite(binding)
+        t = type(v)
+        if t is Function or (t is Call and type(v.callee) is not Op):
+            from . import gradient_closures as closures
+
+            if t is Function:
+                return closures.function_forward(sweep, binding)
+            if type(v.callee) is Var and (binding.var in sweep.relevant or self.atom(
+                    v.callee) is closures.lookup(sweep, v.callee, "vjp_of")):
+                return closures.closure_call_forward(sweep, binding)
+            if type(v.callee) is GlobalVar and closures.needs_vjp_call(sweep, binding):
+                return closures.global_call_forward(sweep, binding)
         if binding.var in sweep.relevant:
             special = sweep.ctx.forward_rewrites.get(type(v))
             if special is not None:
@@ -180,11 +251,16 @@ class ForwardCopy(Mutator):
                 sweep.pullbacks[binding.var] = sweep.b.emit(
                     TupleGetItem(pair, 1), f"{binding.var.name}_pullback")
                 return TupleGetItem(pair, 0)
-            if isinstance(v, Call) and isinstance(v.callee, Var):
-                raise GradientError(
-                    f"{binding.var.name}: differentiating calls of local function values "
-                    f"({v.callee.name}) is not supported yet; define it at module level")
         return super().rewrite(binding)
+
+    def value(self, v):
+        if type(v) is Function:  # a closure copied as it is (its VJP version is beside)
+            self.plain += 1
+            try:
+                return super().value(v)
+            finally:
+                self.plain -= 1
+        return super().value(v)
 
 
 class Sweep:
@@ -209,7 +285,13 @@ class Sweep:
         self.pullbacks: dict[Var, Var] = {}
         self.extra: dict[Var, object] = {}  # per-binding data for backward handlers
         self.parent = parent
-        _refuse_closures(self.bindings, self.relevant, "reverse")
+        # function values (gradient_closures.py): their VJP versions and env types, the
+        # reason a closure has no VJP version
+        self.vjp_of: dict[Var, Var] = {}
+        self.env_types: dict[Var, Type] = {}
+        self.refused: dict[Var, str] = {}
+        self.adj.type_of = self.adjoint_type
+        _refuse_stacks(self.bindings, self.relevant, "reverse")
         missing = missing_rules(self.bindings, self.relevant)
         if missing:
             raise NoRuleError("no VJP rule for: " + "; ".join(missing) +
@@ -222,6 +304,14 @@ class Sweep:
 
     def wants(self, v: Var) -> bool:
         return v in self.relevant
+
+    def adjoint_type(self, v: Var) -> Type:
+        """The type of ``v``'s adjoint (a function value's is its env's)."""
+        if isinstance(v.type, FuncType):
+            from .gradient_closures import adjoint_type
+
+            return adjoint_type(self, v)
+        return v.type
 
     # forward -------------------------------------------------------------------------
     def _make_copy(self) -> Mutator:
@@ -347,6 +437,11 @@ class Sweep:
 def _call_backward(sweep: Sweep, binding: Binding, msg) -> None:
     call = binding.value
     adj = sweep.adj
+    if type(call.callee) is Var:
+        from .gradient_closures import closure_call_backward
+
+        closure_call_backward(sweep, binding, msg)
+        return
     if isinstance(call.callee, GlobalVar):
         pullback = sweep.pullbacks.get(binding.var)
         if pullback is None:  # a checkpointed call: run its forward again, now
@@ -356,7 +451,7 @@ def _call_backward(sweep: Sweep, binding: Binding, msg) -> None:
                                 f"{name}_recompute")
             pullback = sweep.b.emit(TupleGetItem(pair, 1), f"{name}_pullback")
         fn = sweep.ctx.module[call.callee.name]
-        dresult = adj.materialize(msg, binding.var.type)
+        dresult = adj.materialize(msg, sweep.adjoint_type(binding.var))
         dargs = sweep.b.emit(Call(pullback, [dresult]), f"{sweep.new(binding.var).name}_dargs")
         floats = [i for i, p in enumerate(fn.params) if has_float(p.type)]
         parts = adj.split(dargs, dargs.type)
@@ -432,31 +527,43 @@ STRAIGHT_LINE_BACKWARD = {
 }
 
 
-def build_vjp_function(ctx: Context, name: str, wrt=None) -> Function:
+def build_vjp_function(ctx: Context, name: str, wrt=None, envs=()) -> Function:
     """``<name>_vjp(params) -> (result, pullback)`` where ``pullback(dresult)``
     returns the adjoints of the float parameters; the pullback is a closure
-    over the forward values it needs."""
+    over the forward values it needs. ``envs``: see ``vjp_type``."""
     fn = ctx.module[name]
     floats = float_params(fn, wrt)
     sweep = Sweep(ctx, fn.body.bindings, fn.body.result, fn.params, floats,
                    flat_vars(fn.body.result))
     with sweep.trace:  # rules may trace (custom rules): nest under this trace
-        return _build_vjp_body(sweep, fn, name, floats)
+        return _build_vjp_body(sweep, fn, name, floats, envs)
 
 
-def _build_vjp_body(sweep: Sweep, fn: Function, name: str, floats) -> Function:
-    params = [Var(p.name, p.type) for p in fn.params]
+def _build_vjp_body(sweep: Sweep, fn: Function, name: str, floats, envs=()) -> Function:
+    vtype = vjp_type(fn, None, envs, sweep.ctx.result_envs.get(f"{name}_vjp"))
+    params = [Var(p.name, t) for p, t in zip(fn.params, vtype.params)]
+    param_envs = _param_envs(fn, envs)
+    for old, new in zip(fn.params, params):
+        if old in param_envs:  # it holds the VJP version of the argument
+            sweep.vjp_of[old] = new
+            sweep.env_types[old] = param_envs[old]
     sweep.b.params = list(params)
     sweep.bind_inputs(params)
     result = sweep.forward()
+    dret = fn.ret_type
+    if isinstance(fn.ret_type, FuncType):  # a closure: its VJP version goes out
+        from .gradient_closures import vjp_version
+
+        result = vjp_version(sweep, fn.body.result, f"the result of {name}")
+        dret = sweep.adjoint_type(fn.body.result)
     sweep.b.begin_block()
-    dresult = Var(f"{name}_cotangent", fn.ret_type)
+    dresult = Var(f"{name}_cotangent", dret)
     sweep.seed(dresult)
     found = sweep.backward()
-    outs = [sweep.adj.materialize(found[p], p.type) for p in floats]
+    types = [sweep.adjoint_type(p) for p in floats]
+    outs = [sweep.adj.materialize(found[p], t) for p, t in zip(floats, types)]
     body = sweep.b.end_block(Tuple(outs))
-    ptype = FuncType([fn.ret_type], TupleType([p.type for p in floats]))
-    pullback = sweep.b.emit(Function([dresult], body, ptype.ret), f"{name}_pullback")
+    pullback = sweep.b.emit(Function([dresult], body, TupleType(types)), f"{name}_pullback")
     return sweep.b.finish_function(Tuple([result, pullback]))
 
 

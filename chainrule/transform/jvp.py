@@ -13,6 +13,7 @@ from .. import ops
 from ..emit.trace import Trace, Traced
 from ..errors import GradientError, NoRuleError
 from ..ir.builder import Builder
+from ..ir.collector import collector_paused
 from ..ir.nodes import (
     Binding,
     Call,
@@ -332,6 +333,7 @@ def jvp_with_loop_splits(module: Module, func: str = "main", wrt=None) -> tuple[
     return Module(funcs, module.meta), splits
 
 
+@collector_paused
 def jvp(module: Module, func: str = "main", wrt=None) -> Module:
     """Add ``<func>_jvp(primals..., tangents...) -> (result, result_tangent)``, with
     a tangent parameter for each float parameter (or for those at the positions

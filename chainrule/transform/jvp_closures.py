@@ -11,9 +11,19 @@ tangent: every push, pop and empty stack is mirrored on it.
 from __future__ import annotations
 
 from ..errors import CompiledHigherOrderError
+from ..ir.infer import arg_type
 from ..ir.nodes import Binding, Call, Function, Tuple, TupleGetItem, Var
 from ..ir.types import FuncType, ListType, TupleType, has_float
-from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
+from ..ops.stack import (
+    STACK_ADD,
+    STACK_EMPTY,
+    STACK_NONEMPTY,
+    STACK_POP,
+    STACK_POP_OR_ZERO,
+    STACK_PUSH,
+)
+from ..ops.stack_schedule import LOOP_CHECKPOINT, REVOLVE_NEXT
+from .adjoint import has_function
 
 
 def dual_type(t):
@@ -28,12 +38,6 @@ def dual_type(t):
     if isinstance(t, ListType):
         return ListType(dual_type(t.elem))
     return t
-
-
-def has_function(t) -> bool:
-    if isinstance(t, TupleType):
-        return any(has_function(f) for f in t.fields)
-    return isinstance(t, (FuncType, ListType))
 
 
 def function_forward(sweep, binding: Binding) -> None:
@@ -82,29 +86,71 @@ def _stack_empty(sweep, binding: Binding) -> None:
                                                f"{binding.var.name}_dot")
 
 
+def _stack_tangent(sweep, s):
+    """The tangent of stack ``s``: an empty stack for zero, except for stacks of
+    functions, whose duals cannot be made up."""
+    ds = sweep.tangent(s)
+    if ds is None and not has_function(s.type.elem):
+        return sweep.b.call(STACK_EMPTY, [], {"elem": s.type.elem}, f"{s.name}_dot")
+    return ds
+
+
 def _stack_push(sweep, binding: Binding) -> None:
     new = sweep.copy_binding(binding)
     s, x = binding.value.args
-    ds = sweep.tangent(s)
+    ds = _stack_tangent(sweep, s)
     if ds is None:
         raise CompiledHigherOrderError(f"forward mode: the stack {s.name} has no tangent")
-    dx = sweep.adj.materialize(sweep.tangent(x), x.type)
+    dx = sweep.adj.materialize(sweep.tangent(x), arg_type(x))
     sweep.tangents[binding.var] = sweep.b.call(STACK_PUSH, [ds, dx], None,
                                                f"{new.name}_dot")
 
 
 def _stack_pop(sweep, binding: Binding) -> None:
+    """A stack of array tangents may be the empty zero: it is popped with
+    ``stack_pop_or_zero``; a stack of duals mirrors its primal exactly."""
     new = sweep.copy_binding(binding)
-    ds = sweep.tangent(binding.value.args[0])
+    s = binding.value.args[0]
+    ds = sweep.tangent(s)
     if ds is None:
+        if not has_function(s.type.elem):
+            return  # popping a zero stack: a zero top and a zero rest
         raise CompiledHigherOrderError("forward mode: a popped stack has no tangent")
-    sweep.tangents[binding.var] = sweep.b.call(STACK_POP, [ds], None,
-                                               f"{new.name}_dot")
+    if has_function(s.type.elem):
+        dot = sweep.b.call(STACK_POP, [ds], None, f"{new.name}_dot")
+    else:
+        dot = sweep.b.call(STACK_POP_OR_ZERO, [ds], {"elem": s.type.elem}, f"{new.name}_dot")
+    sweep.tangents[binding.var] = dot
+
+
+def _stack_add(sweep, binding: Binding) -> None:
+    """out = a + b, element by element: its tangent is da + db."""
+    new = sweep.copy_binding(binding)
+    a, b = binding.value.args
+    da, db = sweep.tangent(a), sweep.tangent(b)
+    if da is None or db is None:
+        dot = da if db is None else db
+    else:
+        dot = sweep.b.call(STACK_ADD, [da, db], None, f"{new.name}_dot")
+    if dot is not None:
+        sweep.tangents[binding.var] = dot
+
+
+def _same_tangent(sweep, binding: Binding) -> None:
+    """loop_checkpoint(x, trips) is x: so is its tangent."""
+    sweep.copy_binding(binding)
+    dx = sweep.tangent(binding.value.args[0])
+    if dx is not None:
+        sweep.tangents[binding.var] = dx
 
 
 STACK_FORWARD = {
+    LOOP_CHECKPOINT: _same_tangent,
+    REVOLVE_NEXT: lambda sweep, binding: sweep.copy_binding(binding),
     STACK_EMPTY: _stack_empty,
     STACK_PUSH: _stack_push,
     STACK_POP: _stack_pop,
+    STACK_POP_OR_ZERO: _stack_pop,
+    STACK_ADD: _stack_add,
     STACK_NONEMPTY: lambda sweep, binding: sweep.copy_binding(binding),
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..errors import CompiledHigherOrderError
 from ..ir.builder import Builder
+from ..ir.collector import collector_paused
 from ..ir.nodes import Call, Module, Tuple, Var
 from ..ir.op import Op
 from ..ir.types import TensorType
@@ -19,13 +20,19 @@ from ..ir.visitor import Mutator, vars_used
 from .base import OptionsPass, register_pass
 from .inline import inline
 from .jvp import jvp_with_loop_splits
+from .partial_eval import holds_closures, partial_eval
 from .unzip import Unzip
 
 
+@collector_paused
 def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     """Add ``<func>_primal`` and ``<func>_tangent`` (see the module docstring); ``wrt``
     as for ``jvp``: the parameter positions the tangent program takes tangents of."""
     module = inline(module)  # calls of non-recursive functions become straight-line code
+    if holds_closures(module[func]):
+        # closures and calls of function values: partial evaluation applies the ones whose
+        # definition is known, as Relay does, so the unzipped program is first-order
+        module = partial_eval(module)
     base = module[func]
     jm, loop_splits = jvp_with_loop_splits(module, func, wrt)
     jf = jm[f"{func}_jvp"]

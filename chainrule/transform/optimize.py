@@ -25,6 +25,7 @@ def main(x: f64[3]) -> f64:
 
 from __future__ import annotations
 
+from ..ir.collector import collector_paused
 from ..ir.nodes import Function, Module
 from .base import Pass, register_pass
 from .cse import cse_function
@@ -65,6 +66,7 @@ class Optimize(Pass):
 register_pass(Optimize)
 
 
+@collector_paused
 def optimize(module: Module, max_rounds: int = MAX_ROUNDS, inline_calls: bool = True) -> Module:
     """Clean up ``module``: inline non-recursive calls and known closures (partial
     evaluation), then simplify, cse, dce until nothing changes (a few rounds)."""

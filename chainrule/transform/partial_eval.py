@@ -25,7 +25,8 @@ False
 
 from __future__ import annotations
 
-from ..ir.nodes import Module
+from ..ir.nodes import Call, Function, Module, Var
+from ..ir.visitor import nested_blocks
 from .base import Pass, register_pass
 from .dce import dce
 from .inline import inline
@@ -41,6 +42,19 @@ def partial_eval(module: Module, max_rounds: int = MAX_ROUNDS) -> Module:
             return new
         module = new
     return module
+
+
+def holds_closures(fn: Function) -> bool:
+    """Whether ``fn`` defines closures or calls function values (anywhere inside)."""
+    stack = [fn.body]
+    while stack:
+        block = stack.pop()
+        for b in block.bindings:
+            v = b.value
+            if isinstance(v, Function) or (isinstance(v, Call) and isinstance(v.callee, Var)):
+                return True
+            stack.extend(nested_blocks(v))
+    return False
 
 
 class PartialEval(Pass):

@@ -59,6 +59,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import ChainruleError
+from ..ir.collector import collector_paused
 from ..ir.nodes import (
     Binding,
     Block,
@@ -504,6 +505,7 @@ class Simplify(Pass):
 register_pass(Simplify)
 
 
+@collector_paused
 def simplify(module: Module, max_sweeps: int = MAX_SWEEPS) -> Module:
     """Simplify every function of ``module`` (see the module docstring)."""
     return Simplify(max_sweeps)(module)

@@ -17,6 +17,7 @@ from ..emit.methods import ArrayMethods
 from ..emit.trace import Trace
 from ..errors import TransposeError
 from ..ir.builder import Builder
+from ..ir.collector import collector_paused
 from ..ir.nodes import (
     Binding,
     Call,
@@ -36,6 +37,7 @@ from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
 from ..rules import VJP, NoDerivative
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
+from .partial_eval import holds_closures, partial_eval
 
 
 class Undefined(ArrayMethods):
@@ -310,10 +312,14 @@ _HANDLERS = {
 }
 
 
+@collector_paused
 def transpose(module: Module, func: str = "main", linear=None, name: str | None = None) -> Module:
     """Add ``<func>_transpose`` (see the module docstring); ``linear`` names the
     parameters the function is linear in (default: all float parameters)."""
     fn = module[func]
+    if holds_closures(fn):  # apply the closures whose definition is known (Relay's way)
+        module = partial_eval(module)
+        fn = module[func]
     if linear is None:
         lin_params = [p for p in fn.params if has_float(p.type)]
     else:
@@ -326,7 +332,10 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
     _linear_vars(fn.body.bindings, lin)
     for b in fn.body.bindings:
         if isinstance(b.value, Function):
-            raise TransposeError(f"transpose: {b.var.name} is a closure")
+            raise TransposeError(
+                f"transpose: {b.var.name} is a closure that partial evaluation could not "
+                f"apply where it is defined (it is passed to a recursive function?); a "
+                f"linear program with such closures is not transposed")
     trace = Trace(builder=Builder(module, temp_start=len(fn.body.bindings)))
     with trace:  # rules may trace (custom rules): nest under this trace
         tr = _Transposer(module, trace, lin)

@@ -32,6 +32,9 @@ def _zeros_for(t, out: list):
     if isinstance(t, TupleType):
         return Tuple(_zeros_for(f, out) for f in t.fields)
     v = Var("zero", t)
+    if isinstance(t, ListType):  # a stack (of snapshots, residuals): the empty one
+        out.append(Binding(v, _call(STACK_EMPTY, [], {"elem": t.elem})))
+        return v
     out.append(Binding(v, _call(ops.zeros, [], {"shape": t.shape, "dtype": t.dtype})))
     return v
 
@@ -70,8 +73,10 @@ class Unzip:
                 self._getitem(b, primal, tangent)
             elif nested_blocks(v) and not isinstance(v, (If, While)):
                 raise CompiledHigherOrderError(
-                    f"linearize: {b.var.name} holds a closure (a derivative of a loop or "
-                    f"branch); it is not unzipped yet, the API falls back to jvp")
+                    f"linearize: {b.var.name} is a closure that partial evaluation could not "
+                    f"apply where it is defined (it is passed to a recursive function, or "
+                    f"it is a pullback of a loop or branch); it is not unzipped, the API "
+                    f"falls back to jvp")
             elif isinstance(v, Call) and not isinstance(v.callee, Op) and self.is_tangent(v):
                 raise GradientError(f"linearize: {b.var.name} calls a function; inline it first")
             elif self.is_tangent(v):

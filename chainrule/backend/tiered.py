@@ -1,0 +1,141 @@
+"""Tiered execution: run a new program in the interpreter first, generate code once
+that pays off.
+
+A transformed function (``grad``, ``jit``, ``vjp``, ``hvp``...) meets a new
+function or argument signature with an unoptimized program: the output of the
+AD pass. Cleaning it up (``optimize``) and generating and compiling Python
+source for it (``codegen``) cost about 60 µs per binding, some 14 times what
+one run in the reference interpreter costs; a function asked for its gradient
+once or twice never earns that back. So a ``Tiered`` program:
+
+- tier 1: runs the program as the AD pass made it, in the interpreter (the
+  reference semantics: the same kernels, the same argument checks and the same
+  ``InterpretError`` naming the op and the binding when a kernel fails);
+- tier 2: optimizes it and runs generated code from call ``INTERPRETED_CALLS + 1``
+  on (the 16th).
+
+Why a call count, and 15: on small arrays (where the compiler's own time matters)
+optimize + codegen + ``compile()`` cost about 60 µs per binding once, and the
+interpreter about 3.5 µs per binding per call more than the generated code
+(benchmarks/many_functions.py, one thread), so compiling pays off after about 17
+calls; compiling then (the ski-rental rule) never costs more than twice the better
+choice. On large arrays both tiers spend their time in the same NumPy kernels (the
+interpreter frees values at their last use, as the generated code does). A count
+keeps the behaviour the same on every machine (memory, errors, tests), which a
+timer would not; a background thread would compete for the GIL with the caller's
+own Python work, since the passes and the interpreter are Python code.
+
+``eager=True`` compiles before the first call (for benchmarks of the compiled
+code, or to see compile errors at once); the environment variable
+``CHAINRULE_EAGER_COMPILE=1`` makes that the default of every transform. When
+the code generator cannot compile a program (``CodegenError``: blocks nested
+deeper than Python allows), the program stays in the interpreter.
+
+>>> import numpy as np
+>>> import chainrule as cr
+>>> m = cr.parse('''
+... def main(x: f64[3]) -> f64:
+...     y = multiply(x, x)
+...     s = sum(y)
+...     return s
+... ''')
+>>> t = Tiered(m, "main")
+>>> float(t(np.arange(3.0))), t.compiled is None   # first call: interpreted
+(5.0, True)
+>>> t.compile().source.splitlines()[0]
+'def main(x):'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+
+from ..errors import CodegenError, InterpretError
+from ..ir.nodes import Module
+from .codegen import CompiledFunction, compile_module
+from .execution import coerce_args
+from .interpret import Interpreter
+
+_KERNEL_FAILED = re.compile(r"(.*? \(binding [^ )]*)(\) failed: .*)", re.S)
+INTERPRETED_CALLS = 15
+
+
+def eager_default() -> bool:
+    """Whether transforms compile before their first call unless told otherwise
+    (``CHAINRULE_EAGER_COMPILE=1`` in the environment)."""
+    return os.environ.get("CHAINRULE_EAGER_COMPILE", "") not in ("", "0")
+
+
+class Tiered:
+    """Function ``func`` of ``raw``, run interpreted and then compiled (see the module
+    docstring). ``prepare`` turns ``raw`` into the module to compile (``optimize``);
+    ``module`` is that module, made on first use."""
+
+    __slots__ = ("raw", "func", "prepare", "eager", "compiled", "calls", "params", "_module",
+                 "_interp", "_no_codegen")
+
+    def __init__(self, raw: Module, func: str,
+                 prepare: Callable[[Module], Module] | None = None, eager: bool | None = None):
+        self.raw = raw
+        self.func = func
+        self.params = raw[func].params
+        self.prepare = prepare
+        self.eager = eager_default() if eager is None else bool(eager)
+        self.compiled: CompiledFunction | None = None
+        self.calls = 0  # interpreted so far
+        self._module = None if prepare is not None else raw
+        self._interp = None
+        self._no_codegen = False
+
+    @property
+    def module(self) -> Module:
+        """The module compiled (``prepare(raw)``), made once."""
+        if self._module is None:
+            self._module = self.prepare(self.raw)
+        return self._module
+
+    def compile(self) -> CompiledFunction:
+        """The generated code (made now if it was not yet)."""
+        if self.compiled is None:
+            self.compiled = compile_module(self.module, self.func)
+            self.raw = self._interp = None  # not run again: its memory is freed
+        return self.compiled
+
+    def __call__(self, *args):
+        if self.compiled is not None:
+            return self.compiled(*args)
+        if not self._no_codegen and (self.eager or self.calls >= INTERPRETED_CALLS):
+            try:
+                return self.compile()(*args)
+            except CodegenError:
+                if self.eager:
+                    raise
+                self._no_codegen = True  # the interpreter runs what Python cannot compile
+        self.calls += 1
+        return self.interpret(args)
+
+    def interpret(self, args):
+        """One run in the interpreter, with the generated code's argument checks."""
+        fn = self.raw[self.func]
+        params = fn.params
+        if len(args) != len(params):
+            raise InterpretError(
+                f"{self.func} takes {len(params)} argument(s) "
+                f"({', '.join(str(p.name) for p in params)}), got {len(args)}")
+        args = coerce_args(args, params, self.func)
+        if self._interp is None:
+            self._interp = Interpreter(self.raw)
+        try:
+            return self._interp.call_function(fn, args, {})
+        except InterpretError as exc:  # name the function, as the generated code's errors do
+            match = _KERNEL_FAILED.match(str(exc))
+            if match is None:
+                raise
+            raise InterpretError(f"{match[1]} of {self.func}{match[2]}") from None
+        except RecursionError:
+            raise InterpretError(f"{self.func}: calls nest too deeply (a recursion without "
+                                 f"a reachable base case?)") from None
+        except MemoryError:
+            raise InterpretError(f"{self.func} (interpreted): out of memory") from None
