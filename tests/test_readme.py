@@ -132,3 +132,12 @@ def test_readme_commands():
     addopts = re.search(r"^addopts = (.*)$", (ROOT / "pyproject.toml").read_text(), re.M)
     assert addopts is None or not re.search(r"(^|\s)-q|--quiet", addopts.group(1))
     assert "docs/text_format.md" in text
+
+
+def test_readme_benchmark_table_lists_every_benchmark():
+    """run_all.py runs every script of benchmarks/; the README says what each measures."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Benchmarks"):]
+    listed = set(re.findall(r"^\| `(\w+\.py)` \|", section, re.M))
+    scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py") if p.name != "_common.py"}
+    assert listed == scripts
