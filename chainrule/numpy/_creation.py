@@ -6,8 +6,8 @@ programs write ``np.full(x.shape, g)`` inside VJPs). A number fills through the
 last point ``stop`` itself, as NumPy computes it).
 
 >>> import numpy as np, chainrule as cr
->>> cr.grad(lambda s: full((2, 3), s).sum())(np.float64(1.5))
-array(6.)
+>>> float(cr.grad(lambda s: full((2, 3), s).sum())(np.float64(1.5)))
+6.0
 >>> full_like(np.zeros(2, int), 2.7)
 array([2, 2])
 """

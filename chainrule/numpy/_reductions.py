@@ -32,10 +32,10 @@ from .. import ops as _ops
 from ..emit.methods import array_method
 from ..errors import ChainruleError
 from ..ir.op import is_dispatched as _is_dispatched
-from ..ops.composites import element_count
 from ..ops.reduction import all as _all
 from ..ops.reduction import correlate_valid as _correlate_valid
 from ..ops.reduction import window as _window
+from ..rules.common import element_count
 from ._core import _exposes, _kinked_root
 from ._shapes import _as_value
 from ._sorting import partition, sort, take

@@ -14,23 +14,7 @@ from ..errors import TypeInferenceError
 from ..ir.indexing import Slice
 from .elementwise import multiply
 from .indexing import index
-from .reduction import sum as _sum
 from .shape import concatenate, ones_like
-
-
-def element_count(x, axes, dtype, keepdims: bool = False):
-    """How many elements of ``x`` a reduction over ``axes`` (None: all) combines: an
-    int when those dimensions are static, else (a symbolic dimension, ``f64[n, 3]``)
-    the count computed when the program runs, of ``dtype``, shaped as the reduction's
-    result (it broadcasts wherever that result does)."""
-    shape = x.shape
-    axes = tuple(range(len(shape))) if axes is None else tuple(axes)
-    if not any(isinstance(shape[a], str) for a in axes):
-        n = 1
-        for a in axes:
-            n *= int(shape[a])
-        return n
-    return _sum(ones_like(x, dtype=dtype), axis=axes, keepdims=keepdims)
 
 
 def _part(x, axis: int, lo, hi):

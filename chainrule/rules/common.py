@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
+from ..emit.trace import Traced, current_trace
 from ..errors import GradientError
+from ..ir.types import DType
 
 
 def keepdims_shape(shape, axis) -> tuple:
@@ -29,6 +31,30 @@ def reduced_count(shape, axis) -> int | None:
     if any(type(shape[a]) is str for a in axes):
         return None
     return int(np.prod([shape[a] for a in (range(len(shape)) if axis is None else axis)]))
+
+
+def element_count(x, axes, dtype, keepdims: bool = False):
+    """How many elements of ``x`` a reduction over ``axes`` (None: all) combines: an
+    int when those dimensions are static, else (a symbolic dimension, ``f64[n, 3]``)
+    the count computed when the program runs, of ``dtype``, shaped as the reduction's
+    result with 1s elsewhere (it broadcasts wherever that result does).
+
+    The count sums ones over the reduced axes only (``ones(shape=(n, 1))``, sized at
+    run time); x itself is not read, so it is a constant of linear programs."""
+    shape = x.shape
+    axes = tuple(range(len(shape))) if axes is None else tuple(axes)
+    if not any(isinstance(shape[a], str) for a in axes):
+        return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    attrs = {"shape": tuple(d if a in axes else 1 for a, d in enumerate(shape)),
+             "dtype": DType(dtype)}
+    # a nullary op: emitted into the trace of x (or the pass's, when x is a linear
+    # operand being transposed); a symbolic shape is never computed eagerly
+    trace = x.tracer if isinstance(x, Traced) else current_trace()
+    if trace is None:
+        raise GradientError(f"the size of the symbolic axes {axes} of {x!r} is only known "
+                            f"in a traced program")
+    ones = trace.wrap(trace.builder.call(ops.ones, [], attrs))
+    return ops.sum(ones, axis=axes, keepdims=keepdims)
 
 
 def prod_others(x, axis):

@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
-from ..ops.composites import element_count
-from .common import expand_reduced, linear_self, prod_others
+from .common import element_count, expand_reduced, linear_self, prod_others
 from .registry import jvp_rule, vjp_rule
 
 

@@ -78,7 +78,12 @@ class Unzip:
                     f"it is a pullback of a loop or branch); it is not unzipped, the API "
                     f"falls back to jvp")
             elif isinstance(v, Call) and not isinstance(v.callee, Op) and self.is_tangent(v):
-                raise GradientError(f"linearize: {b.var.name} calls a function; inline it first")
+                # a function kept out of line (a checkpointed chunk, a recursive function):
+                # not unzipped, as at the top level; the API falls back to jvp
+                raise CompiledHigherOrderError(
+                    f"linearize: {b.var.name} calls a module function that is not inlined "
+                    f"(checkpointed or recursive); it is not unzipped, the API falls back to "
+                    f"jvp")
             elif self.is_tangent(v):
                 self.tangent.add(b.var)
                 tangent.append(b)
