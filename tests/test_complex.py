@@ -186,7 +186,8 @@ def test_tape_equals_compiled(name):
         np.testing.assert_allclose(t.grad, w, rtol=1e-12, atol=1e-14)
 
 
-HOLOMORPHIC = ["arcsinh", "exp", "log", "sqrt", "sin", "cos", "tanh", "square", "reciprocal", "expm1"]
+HOLOMORPHIC = ["arcsinh", "exp", "log", "sqrt", "sin", "cos", "tanh", "square", "reciprocal",
+               "expm1"]
 
 
 @pytest.mark.parametrize("name", HOLOMORPHIC)
