@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from .backend.interpret import Interpreter
+from .backend.namespaces import OnBackend, get_namespace
 from .checks import (
     BoundCall,
     ManyStaticValues,
@@ -413,8 +414,12 @@ def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None,
     <BLANKLINE>
     """
     check_callable(f, "jit")
+    if backend in ("numpy", "torch", "cupy", "dask"):  # arrays moved to that library
+        return OnBackend(jit(f, "codegen", static_argnums, static_argnames),
+                         get_namespace(backend))
     if backend not in ("codegen", "interpret"):
-        raise ArgumentError(f"jit: unknown backend {backend!r}; use 'codegen' or 'interpret'")
+        raise ArgumentError(f"jit: unknown backend {backend!r}; use 'codegen', 'interpret', "
+                            f"'numpy', 'torch', 'cupy' or 'dask'")
     statics = StaticArgs(f, static_argnums, static_argnames, "jit")
 
     def build(call, leaves):

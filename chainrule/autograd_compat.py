@@ -197,14 +197,22 @@ def make_hvp(fun, argnum=0):
 
 
 def tensor_jacobian_product(fun, argnum=0):
-    """``(*args, vector) -> vector @ J``: the vector-Jacobian product (compiled)."""
+    """``(*args, vector) -> tensordot(vector, J, vector.ndim)`` (autograd's): ``vector``
+    contracts the leading axes of the output, so it may have fewer axes than the output
+    (the result then keeps the rest, before the input's); with the output's full shape
+    this is the vector-Jacobian product (compiled)."""
     check_callable(fun, "tensor_jacobian_product")
 
     def product(*args):
         args, vector = args[:-1], args[-1]
         x = _selected(args, argnum)
-        (ct,) = _vjp(lambda x: fun(*_replace(args, argnum, x)), x)[1](vector)
-        return ct
+        out_ndim = len(np.shape(fun(*args))) if np.ndim(vector) else 0
+        if np.ndim(vector) == out_ndim:
+            (ct,) = _vjp(lambda x: fun(*_replace(args, argnum, x)), x)[1](vector)
+            return ct
+        k = np.ndim(vector)
+        return _jacrev(lambda x: cnp.tensordot(vector, fun(*_replace(args, argnum, x)),
+                                               axes=k))(x)
 
     return _jit(product)
 

@@ -71,6 +71,11 @@ def aval(x) -> tuple[tuple, np.dtype]:
     """(shape, dtype) of an array, number, traced value or tape tensor."""
     if is_dispatched(x):
         return tuple(x.shape), np.dtype(x.dtype)
+    from .backend.namespaces import abstract_shape_dtype, foreign_namespace
+
+    ns = foreign_namespace(x)
+    if ns is not None:  # a PyTorch/CuPy/Dask array stays one
+        return abstract_shape_dtype(x, ns)
     a = np.asarray(x)
     return a.shape, a.dtype
 
@@ -91,7 +96,15 @@ def like(value, shape, dtype, what: str, name: str):
         raise GradientError(f"{what}: {name} has dtype {got_dtype}, but the value it goes "
                             f"with has dtype {dtype} (chainrule does not cast it; convert it "
                             f"with .astype({dtype}) if that is what you mean)")
-    return value if is_dispatched(value) else np.asarray(value)
+    if is_dispatched(value) or type(value) is not np.ndarray and _foreign(value):
+        return value
+    return np.asarray(value)
+
+
+def _foreign(value) -> bool:
+    from .backend.namespaces import foreign_namespace
+
+    return foreign_namespace(value) is not None
 
 
 def own(tree, inputs=()):
@@ -361,6 +374,12 @@ def leaf_signature(x):
         return ("traced", x.variable.type)
     if hasattr(x, "_cr_value"):  # a tape tensor
         return ("tensor", tuple(x.shape), np.dtype(x.dtype).str)
+    from .backend.namespaces import foreign_namespace
+    from .backend.namespaces import leaf_signature as foreign_signature
+
+    ns = foreign_namespace(x)
+    if ns is not None:  # a PyTorch/CuPy/Dask array: never read its data here
+        return foreign_signature(x, ns)
     arr = np.asarray(x)
     return (arr.shape, arr.dtype.str)
 

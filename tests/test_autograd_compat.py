@@ -247,3 +247,17 @@ def test_multigrad_dict_and_flatten():
     # flatten's unflatten inside a compiled function (autograd's optimizers pattern)
     loss = lambda v: cnp.sum(unflatten(v)["W"] ** 2)  # noqa: E731
     np.testing.assert_allclose(ac.grad(loss)(vec)[:4], 2 * np.ones(4))
+
+
+@needs_autograd
+def test_tensor_jacobian_product_contracts_the_leading_axes_as_autograd():
+    scale = np.arange(1.0, 4.0)
+    rs = np.random.RandomState(0)
+    x = rs.randn(5, 4)
+    for vshape in [(5, 4, 3), (5, 4), (5,)]:
+        v = rs.randn(*vshape)
+        ours = ac.tensor_jacobian_product(lambda x: cnp.tanh(x)[..., None] * scale)(x, v)
+        theirs = autograd.tensor_jacobian_product(
+            lambda x: anp.tanh(x)[..., None] * scale)(x, v)
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)

@@ -46,6 +46,7 @@ OPS = {
     "tan": (lambda a: cnp.tan(a), (Z(3, scale=0.5),)),
     "tanh": (lambda a: cnp.tanh(a), (Z(3, scale=0.5),)),
     "arctan": (lambda a: cnp.arctan(a), (Z(3, scale=0.5),)),
+    "arcsinh": (lambda a: cnp.arcsinh(a), (Z(3, scale=0.5),)),
     "abs": (lambda a: cnp.abs(a), (ZP(3),)),
     "real": (lambda a: cnp.real(a), (Z(3),)),
     "imag": (lambda a: cnp.imag(a), (Z(3),)),
@@ -185,7 +186,8 @@ def test_tape_equals_compiled(name):
         np.testing.assert_allclose(t.grad, w, rtol=1e-12, atol=1e-14)
 
 
-HOLOMORPHIC = ["exp", "log", "sqrt", "sin", "cos", "tanh", "square", "reciprocal", "expm1"]
+HOLOMORPHIC = ["arcsinh", "exp", "log", "sqrt", "sin", "cos", "tanh", "square", "reciprocal",
+               "expm1"]
 
 
 @pytest.mark.parametrize("name", HOLOMORPHIC)

@@ -74,7 +74,7 @@ from ..ops.templates import OpEmit, int_literal, literal
 from .execution import KERNEL_ERRORS, Liveness, coerce_args, kernel_error
 
 RESERVED = (frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
-            | frozenset(dir(builtins)) | {"np"})
+            | frozenset(dir(builtins)) | {"np", "xp"})
 MAX_NAME = 48
 CACHE_SIZE = 64
 _counter = itertools.count()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend.namespaces import call_compiled, namespace_of_leaves
 from ..backend.tiered import Tiered
 from ..ir.nodes import Module, Tuple, Var
 from ..ir.types import TensorType
@@ -124,6 +125,8 @@ class _Compiled:
         if outer is not None:
             atoms = [_atom_of(outer, a) for a in args]
             return _unpack_atom(outer, inline_into(outer, self.module, self.func, atoms))
+        if namespace_of_leaves(args) is not None:  # PyTorch, CuPy or Dask arrays
+            return call_compiled(self.module, self.func, args)
         args = [a if a is None or isinstance(a, tuple) else np.asarray(a) for a in args]
         if self._callable is not None:
             return self._callable(*args)

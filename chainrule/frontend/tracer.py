@@ -25,6 +25,12 @@ def abstract_type(x) -> Type:
     if type(x) in PYTHON_SCALARS:
         return TensorType((), DType(np.result_type(x)))
     value = getattr(x, "_cr_value", None)
+    from ..backend.namespaces import abstract_shape_dtype, foreign_namespace
+
+    ns = foreign_namespace(x) if value is None else None
+    if ns is not None:  # a PyTorch/CuPy/Dask array: its type, without reading its data
+        shape, dtype = abstract_shape_dtype(x, ns)
+        return TensorType(shape, DType(dtype))
     arr = np.asarray(value() if value is not None else x)
     if arr.dtype == object:
         raise TraceError(f"cannot trace an argument of type {type(x).__name__}")

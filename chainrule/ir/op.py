@@ -73,6 +73,9 @@ class Op:
       the text format (the stacks of reverse-mode loops), never in user code.
     - ``effects``: running it does more than compute its result (a draw from a
       random generator): passes never merge, drop or constant-fold it.
+    - ``kernels``: kernels for other array namespaces than NumPy, by namespace name
+      (``"torch"``, ``"cupy"``, ``"dask"``, or ``"array_api"`` for any), each
+      ``kernel(ctx, *arrays, **attrs)`` (``chainrule.backend.namespace_kernels``).
     """
 
     name: str
@@ -94,6 +97,7 @@ class Op:
     internal: bool = False
     effects: bool = False
     doc: str = ""
+    kernels: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if (not isinstance(self.name, str) or not self.name.isidentifier()
@@ -114,6 +118,7 @@ class Op:
                 isinstance(n, str) and n.isidentifier() for n in self.methods):
             raise ChainruleError(f"op {self.name}: methods must be a tuple of identifiers")
         object.__setattr__(self, "attrs", dict(self.attrs))
+        object.__setattr__(self, "kernels", dict(self.kernels))
 
     def __repr__(self) -> str:
         return f"Op({self.name})"

@@ -85,9 +85,37 @@ def _special(name: str, nargs: int = 1, function: str | None = None, kernel=None
     """An op ``name`` computing scipy.special.<function> (default: the name), public as
     chainrule.scipy.special.<namespace> (default: the name). Ops whose SciPy names are
     likely variable names (i0, gamma, beta: the text format refuses variables named like
-    ops) take longer op names."""
+    ops) take longer op names. On PyTorch tensors the torch.special function of
+    ``_TORCH_SPECIAL`` computes it (the array API has no special functions)."""
+    torch_name = _TORCH_SPECIAL.get(name)
+    kernels = {"torch": _torch_kernel(torch_name)} if torch_name else {}
     return define(name, _float_type(name), kernel or _scipy_kernel(function or name), nargs,
-                  namespace=(f"scipy.special.{namespace or name}",), doc=doc, **_FACTS)
+                  namespace=(f"scipy.special.{namespace or name}",), doc=doc,
+                  kernels=kernels, **_FACTS)
+
+
+# op -> its torch.special function (the ops PyTorch has)
+_TORCH_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "erfcx": "erfcx",
+                  "ndtr": "ndtr", "log_ndtr": "log_ndtr", "gammaln": "gammaln",
+                  "digamma": "digamma", "bessel_i0": "i0",
+                  "bessel_i1": "i1", "bessel_i0e": "i0e", "bessel_i1e": "i1e",
+                  "xlogy": "xlogy", "xlog1py": "xlog1py"}
+
+
+def _torch_kernel(function: str):
+    """torch.special.<function> on the operands cast to the result dtype, as SciPy's."""
+
+    def kernel(ctx, *xs):
+        import torch
+
+        xp = ctx.xp
+        dtype = torch.promote_types(xs[0].dtype, xs[-1].dtype) if len(xs) > 1 else xs[0].dtype
+        if not dtype.is_floating_point:
+            dtype = torch.float64
+        return getattr(torch.special, function)(*[xp.astype(x, dtype) for x in xs])
+
+    kernel.__name__ = f"torch_{function}"
+    return kernel
 
 
 # -- error functions and the normal distribution --------------------------------------

@@ -374,6 +374,20 @@ def stack_add_batch(ctx, args, batched):
     return ops.stack.STACK_ADD(a, b), True
 
 
+@batching_rule(*ops_named("loop_checkpoint"))
+def loop_checkpoint_batch(ctx, args, batched, snapshots):
+    """The marker of a checkpointed loop is its carry's initial value: as batched as that
+    value. A trip count per lane is left to the loop over lanes."""
+    x, trips = args
+    if batched[1]:
+        raise CannotBatch("loop_checkpoint: a trip count per lane")
+    return ctx.emit(ctx.op, x, trips, snapshots=snapshots), batched[0]
+
+
+for _op in ops_named("revolve_next"):
+    batched_by_lanes(_op, "a checkpoint schedule: integer scalars, one schedule per lane")
+
+
 @batching_rule(ops.stack.STACK_NONEMPTY)
 def stack_nonempty_batch(ctx, args, batched, **attrs):
     """Every lane pushed as many times: one answer for all."""

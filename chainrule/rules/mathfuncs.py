@@ -78,9 +78,15 @@ _unary_divide(ops.arcsin, lambda z, x: ops.sqrt(_one_minus_square(x)),
               "NumPy/JAX)")
 _unary_divide(ops.arccos, lambda z, x: -ops.sqrt(_one_minus_square(x)),
               "z = arccos(x);  f'(x) = -1 / sqrt(1 - x^2)  (as arcsin; -inf at +-1, as JAX)")
-_unary_divide(ops.arcsinh, lambda z, x: ops.hypot(x, 1.0),
+def _arcsinh_denominator(z, x):
+    """sqrt(x^2 + 1): hypot(x, 1) for real x (no overflow of x^2), the principal square
+    root for complex x (hypot is real-only)."""
+    return ops.sqrt(x * x + 1) if x.dtype.kind == "c" else ops.hypot(x, 1.0)
+
+
+_unary_divide(ops.arcsinh, _arcsinh_denominator,
               "z = arcsinh(x);  f'(x) = 1 / sqrt(x^2 + 1) = 1 / hypot(x, 1)  (no overflow "
-              "of x^2 for large |x|)")
+              "of x^2 for large |x|; complex x: the principal sqrt(x^2 + 1))")
 _unary_divide(ops.arccosh, lambda z, x: ops.sqrt(x - 1) * ops.sqrt(x + 1),
               "z = arccosh(x);  f'(x) = 1 / (sqrt(x - 1) sqrt(x + 1))  (accurate near 1, no "
               "overflow for large x; +inf at 1)")

@@ -1,0 +1,621 @@
+"""Kernels written against the Python array API standard (``xp``): how the generated code
+computes an op on PyTorch, CuPy, Dask (and NumPy through ``array_api_compat``).
+
+Each kernel is ``kernel(ctx, *arrays, **attrs)`` with ``ctx`` a :class:`KernelContext`
+(the namespace ``ctx.xp``, the device of the call's arrays, dtype conversion). An op
+whose computation the standard spells directly under another name (``arccos`` ->
+``acos``) is in :data:`ELEMENTWISE` and is written ``xp.acos(x)`` in the source; the
+others are in :data:`GENERIC`. An op may also declare kernels of its own for one
+namespace (``define(..., kernels={"torch": ...})``): they win over these. An op in
+neither place has no kernel on that namespace: compiling it there is an error naming
+the op and the backend (``chainrule.backend.namespaces``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.indexing import key_to_python
+from ..ops.shape import collapse_axes
+
+
+class KernelContext:
+    """What a kernel needs besides its operands: the namespace, the device, dtypes."""
+
+    __slots__ = ("name", "xp", "device", "_dtypes")
+
+    def __init__(self, name: str, xp, device=None):
+        self.name = name
+        self.xp = xp
+        self.device = device
+        self._dtypes: dict = {}
+
+    def dtype(self, dtype):
+        """The namespace's dtype object for a chainrule DType (or NumPy dtype)."""
+        key = str(dtype)
+        out = self._dtypes.get(key)
+        if out is None:
+            npd = dtype.numpy if hasattr(dtype, "numpy") else np.dtype(dtype)
+            out = getattr(self.xp, np.dtype(npd).name)
+            self._dtypes[key] = out
+        return out
+
+    def creation(self) -> dict:
+        """Keyword arguments placing a new array where the operands live."""
+        return {} if self.device is None else {"device": self.device}
+
+
+# op name -> the array API function computing it elementwise (operands broadcast)
+ELEMENTWISE = {
+    "abs": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin",
+    "arcsinh": "asinh", "arctan": "atan", "arctanh": "atanh", "ceil": "ceil",
+    "conj": "conj", "cos": "cos", "cosh": "cosh", "exp": "exp", "expm1": "expm1",
+    "floor": "floor", "isfinite": "isfinite", "isinf": "isinf", "isnan": "isnan",
+    "log": "log", "log1p": "log1p", "log2": "log2", "log10": "log10",
+    "logical_not": "logical_not", "negative": "negative", "sign": "sign",
+    "signbit": "signbit", "sin": "sin", "sinh": "sinh", "sqrt": "sqrt", "square": "square",
+    "tan": "tan", "tanh": "tanh", "trunc": "trunc", "round": "round",
+    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+    "power": "pow", "arctan2": "atan2", "equal": "equal", "not_equal": "not_equal",
+    "greater": "greater", "greater_equal": "greater_equal", "less": "less",
+    "less_equal": "less_equal", "logical_and": "logical_and", "logical_or": "logical_or",
+    "logical_xor": "logical_xor", "maximum": "maximum", "minimum": "minimum",
+    "hypot": "hypot", "copysign": "copysign", "logaddexp": "logaddexp",
+    "floor_divide": "floor_divide", "remainder": "remainder", "matmul": "matmul",
+    "where": "where",
+}
+# elementwise ops whose result dtype is not their operands' (no operand cast to it)
+KEEP_OPERAND_DTYPE = frozenset({"abs", "where", "real", "imag", "angle"})
+
+
+def _reduce(fn_name: str):
+    def kernel(ctx, x, axis=None, keepdims=False):
+        return getattr(ctx.xp, fn_name)(x, axis=axis, keepdims=keepdims)
+
+    kernel.__name__ = fn_name
+    return kernel
+
+
+def _arg_reduce(fn_name: str):
+    def kernel(ctx, x, axis=None, keepdims=False):
+        xp = ctx.xp
+        if isinstance(axis, tuple):
+            axis = axis[0] if axis else None
+        out = getattr(xp, fn_name)(x, axis=axis, keepdims=keepdims)
+        return xp.astype(out, xp.int64)
+
+    kernel.__name__ = fn_name
+    return kernel
+
+
+def _sum(ctx, x, axis=None, keepdims=False):
+    return ctx.xp.sum(x, axis=axis, keepdims=keepdims, dtype=_acc_dtype(ctx, x))
+
+
+def _prod(ctx, x, axis=None, keepdims=False):
+    return ctx.xp.prod(x, axis=axis, keepdims=keepdims, dtype=_acc_dtype(ctx, x))
+
+
+def _acc_dtype(ctx, x):
+    """NumPy's accumulator dtype: bool and small integers sum as int64, others keep theirs."""
+    xp = ctx.xp
+    if x.dtype == xp.bool or x.dtype in (xp.int8, xp.int16, xp.int32):
+        return xp.int64
+    if x.dtype in (xp.uint8, xp.uint16, xp.uint32):
+        return xp.uint64
+    return None
+
+
+def _mean(ctx, x, axis=None, keepdims=False):
+    xp = ctx.xp
+    if not xp.isdtype(x.dtype, ("real floating", "complex floating")):
+        x = xp.astype(x, xp.float64)
+    return xp.mean(x, axis=axis, keepdims=keepdims)
+
+
+def _collapse_sum_to(ctx, x, shape):
+    leading, kept = collapse_axes(tuple(x.shape), tuple(shape))
+    xp = ctx.xp
+    if kept:
+        x = xp.sum(x, axis=kept, keepdims=True, dtype=x.dtype)
+    if leading:
+        x = xp.sum(x, axis=leading, dtype=x.dtype)
+    if not leading and not kept:
+        x = xp.reshape(x, tuple(shape))
+    return x
+
+
+def _permute_dims(ctx, x, axes=None):
+    if axes is None:
+        axes = tuple(range(x.ndim - 1, -1, -1))
+    return ctx.xp.permute_dims(x, tuple(axes))
+
+
+def _expand_dims(ctx, x, axis):
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    ndim = x.ndim + len(axes)
+    shape = list(x.shape)
+    for a in sorted(a % ndim for a in axes):
+        shape.insert(a, 1)
+    return ctx.xp.reshape(x, tuple(shape))
+
+
+def _squeeze(ctx, x, axis=None):
+    if axis is None:
+        axis = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    if not isinstance(axis, tuple):
+        axis = (axis,)
+    if not axis:
+        return x
+    return ctx.xp.squeeze(x, axis=axis)
+
+
+def _flip(ctx, x, axis=None):
+    return ctx.xp.flip(x, axis=axis)
+
+
+def _concatenate(ctx, *xs, axis=0):
+    return ctx.xp.concat(list(xs), axis=axis)
+
+
+def _astype(ctx, x, dtype):
+    return ctx.xp.astype(x, ctx.dtype(dtype))
+
+
+def _creation_dtype(ctx, dtype, fallback):
+    return ctx.dtype(dtype) if dtype is not None else fallback
+
+
+def _zeros(ctx, shape, dtype=None):
+    xp = ctx.xp
+    return xp.zeros(tuple(shape), dtype=_creation_dtype(ctx, dtype, xp.float64),
+                    **ctx.creation())
+
+
+def _ones(ctx, shape, dtype=None):
+    xp = ctx.xp
+    return xp.ones(tuple(shape), dtype=_creation_dtype(ctx, dtype, xp.float64),
+                   **ctx.creation())
+
+
+def _full(ctx, shape, fill_value, dtype=None):
+    xp = ctx.xp
+    dt = ctx.dtype(dtype) if dtype is not None else ctx.dtype(np.asarray(fill_value).dtype)
+    return xp.full(tuple(shape), fill_value, dtype=dt, **ctx.creation())
+
+
+def _zeros_like(ctx, x, dtype=None):
+    return ctx.xp.zeros(tuple(x.shape), dtype=_creation_dtype(ctx, dtype, x.dtype),
+                        **ctx.creation())
+
+
+def _ones_like(ctx, x, dtype=None):
+    return ctx.xp.ones(tuple(x.shape), dtype=_creation_dtype(ctx, dtype, x.dtype),
+                       **ctx.creation())
+
+
+def _full_like(ctx, x, fill_value, dtype=None):
+    return ctx.xp.full(tuple(x.shape), fill_value,
+                       dtype=_creation_dtype(ctx, dtype, x.dtype), **ctx.creation())
+
+
+def _arange(ctx, start=0, stop=None, step=1, dtype=None):
+    xp = ctx.xp
+    dt = ctx.dtype(dtype) if dtype is not None else None
+    return xp.arange(start, stop, step, dtype=dt, **ctx.creation())
+
+
+def _cumsum(ctx, x, axis, reverse=False):
+    xp = ctx.xp
+    if reverse:
+        x = xp.flip(x, axis=axis)
+    out = xp.cumulative_sum(x, axis=axis, dtype=_acc_dtype(ctx, x))
+    return xp.flip(out, axis=axis) if reverse else out
+
+
+def _sort(ctx, x, axis):
+    return ctx.xp.sort(x, axis=axis, stable=True)
+
+
+def _argsort(ctx, x, axis):
+    xp = ctx.xp
+    return xp.astype(xp.argsort(x, axis=axis, stable=True), xp.int64)
+
+
+def _identity(ctx, x):
+    return x
+
+
+def _relu(ctx, x):
+    xp = ctx.xp
+    return xp.maximum(x, xp.zeros((), dtype=x.dtype, **ctx.creation()))
+
+
+def _float(ctx, x):
+    xp = ctx.xp
+    if xp.isdtype(x.dtype, ("real floating", "complex floating")):
+        return x
+    return xp.astype(x, xp.float64)
+
+
+def _sigmoid(ctx, x):
+    xp = ctx.xp
+    x = _float(ctx, x)
+    # exp of -|x| never overflows; the two branches agree at 0
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _softmax(ctx, x, axis=-1):
+    xp = ctx.xp
+    x = _float(ctx, x)
+    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(ctx, x, axis=-1):
+    xp = ctx.xp
+    x = _float(ctx, x)
+    shifted = x - xp.max(x, axis=axis, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+
+
+def _logsumexp(ctx, x, axis=None, keepdims=False):
+    xp = ctx.xp
+    x = _float(ctx, x)
+    m = xp.max(x, axis=axis, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, xp.zeros((), dtype=x.dtype, **ctx.creation()))
+    out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
+    if not keepdims:
+        out = xp.reshape(out, tuple(d for i, d in enumerate(out.shape)
+                                    if axis is not None and i not in _axes(axis, out.ndim)))
+    return out
+
+
+def _axes(axis, ndim) -> tuple:
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(a % ndim for a in axes)
+
+
+def _exp2(ctx, x):
+    xp = ctx.xp
+    return xp.pow(xp.asarray(2.0, dtype=x.dtype, **ctx.creation()), x)
+
+
+def _reciprocal(ctx, x):
+    return 1 / x
+
+
+def _fabs(ctx, x):
+    return ctx.xp.abs(x)
+
+
+def _cbrt(ctx, x):
+    xp = ctx.xp
+    return xp.sign(x) * xp.pow(xp.abs(x), 1.0 / 3.0)
+
+
+def _logaddexp2(ctx, x, y):
+    xp = ctx.xp
+    ln2 = math.log(2.0)
+    return xp.logaddexp(x * ln2, y * ln2) / ln2
+
+
+def _fmax(ctx, x, y):
+    xp = ctx.xp
+    return xp.where(xp.isnan(y), x, xp.where(xp.isnan(x), y, xp.maximum(x, y)))
+
+
+def _fmin(ctx, x, y):
+    xp = ctx.xp
+    return xp.where(xp.isnan(y), x, xp.where(xp.isnan(x), y, xp.minimum(x, y)))
+
+
+def _fmod(ctx, x, y):
+    xp = ctx.xp
+    return x - xp.trunc(x / y) * y if xp.isdtype(x.dtype, "real floating") else \
+        xp.sign(x) * xp.remainder(xp.abs(x), xp.abs(y))
+
+
+def _heaviside(ctx, x, h0):
+    xp = ctx.xp
+    zero = xp.zeros((), dtype=x.dtype, **ctx.creation())
+    one = xp.ones((), dtype=x.dtype, **ctx.creation())
+    return xp.where(x < 0, zero, xp.where(x > 0, one, h0))
+
+
+def _real(ctx, x):
+    xp = ctx.xp
+    return xp.real(x) if xp.isdtype(x.dtype, "complex floating") else x
+
+
+def _imag(ctx, x):
+    xp = ctx.xp
+    if xp.isdtype(x.dtype, "complex floating"):
+        return xp.imag(x)
+    return xp.zeros(tuple(x.shape), dtype=x.dtype, **ctx.creation())
+
+
+def _index(ctx, x, *arrays, key):
+    return take(ctx, x, key, arrays)
+
+
+def take(ctx, x, key, arrays):
+    """``x[key]``; on PyTorch, whose slices step forward only, a backward slice is the
+    forward slice of the same elements, flipped."""
+    k = key_to_python(key, arrays)
+    if ctx.name != "torch" or not any(type(e) is slice and e.step is not None and e.step < 0
+                                      for e in k):
+        return x[k]
+    if arrays:
+        from .namespaces import BackendError
+
+        raise BackendError("index: a backward slice beside an index array has no kernel "
+                           "on torch")
+    forward, flips, dim, out_axis = [], [], 0, 0
+    for e in k:
+        if e is None:
+            forward.append(None)
+            out_axis += 1
+        elif type(e) is slice:
+            positions = range(*e.indices(int(x.shape[dim])))
+            if e.step is not None and e.step < 0 and len(positions) > 0:
+                forward.append(slice(positions[-1], positions[0] + 1, -e.step))
+                flips.append(out_axis)
+            elif e.step is not None and e.step < 0:
+                forward.append(slice(0, 0))
+            else:
+                forward.append(e)
+            dim += 1
+            out_axis += 1
+        else:  # an int
+            forward.append(e)
+            dim += 1
+    out = x[tuple(forward)]
+    return ctx.xp.flip(out, axis=tuple(flips)) if flips else out
+
+
+def _basic_update(combine):
+    """``base.at[key].op(value)`` for a key of ints and slices: a copy, updated in place
+    (PyTorch, CuPy and Dask all assign to basic keys)."""
+
+    def kernel(ctx, base, value, *arrays, key):
+        if arrays:
+            from .namespaces import BackendError
+
+            raise BackendError(f"an update at an index array ({combine.__name__}) has no "
+                               f"kernel on {ctx.name}")
+        xp = ctx.xp
+        out = xp.asarray(base, copy=True)
+        k = key_to_python(key, arrays)
+        value = xp.astype(xp.asarray(value), out.dtype)
+        out[k] = combine(xp, out[k], value)
+        return out
+
+    return kernel
+
+
+def _set(xp, old, value):
+    return xp.broadcast_to(value, tuple(old.shape))
+
+
+def _add(xp, old, value):
+    return old + value
+
+
+def _multiply(xp, old, value):
+    return old * value
+
+
+def _max(xp, old, value):
+    return xp.maximum(old, value)
+
+
+def _min(xp, old, value):
+    return xp.minimum(old, value)
+
+
+def _split(ctx, x, indices_or_sections, axis=0):
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, int):
+        size = n // indices_or_sections
+        bounds = [i * size for i in range(indices_or_sections + 1)]
+    else:
+        bounds = [0, *[min(max(int(i), 0), n) for i in indices_or_sections], n]
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        key = (slice(None),) * (axis % x.ndim) + (slice(lo, max(lo, hi)),)
+        out.append(x[key])
+    return tuple(out)
+
+
+def _fft(ctx, x, axes, inverse=False, norm="backward"):
+    fft = ctx.xp.fft
+    return (fft.ifftn if inverse else fft.fftn)(x, axes=tuple(axes), norm=norm)
+
+
+def _rfft(ctx, x, axis=-1, norm="backward"):
+    return ctx.xp.fft.rfft(x, axis=axis, norm=norm)
+
+
+def _irfft(ctx, x, n, axis=-1, norm="backward"):
+    return ctx.xp.fft.irfft(x, n=n, axis=axis, norm=norm)
+
+
+def _linalg(fn_name: str):
+    def kernel(ctx, *arrays):
+        return getattr(ctx.xp.linalg, fn_name)(*arrays)
+
+    kernel.__name__ = fn_name
+    return kernel
+
+
+def _slogdet(ctx, a):
+    sign, logabs = ctx.xp.linalg.slogdet(a)
+    return sign, logabs
+
+
+def _eigh(ctx, a, lower=True, driver=None):
+    if not lower:
+        a = ctx.xp.matrix_transpose(a)
+    w, v = ctx.xp.linalg.eigh(a)
+    return w, v
+
+
+def _eigvalsh(ctx, a, lower=True, driver=None):
+    if not lower:
+        a = ctx.xp.matrix_transpose(a)
+    return ctx.xp.linalg.eigvalsh(a)
+
+
+def _svd(ctx, a, full_matrices=False):
+    u, s, vh = ctx.xp.linalg.svd(a, full_matrices=full_matrices)
+    return u, s, vh
+
+
+def _qr(ctx, a, mode="reduced"):
+    q, r = ctx.xp.linalg.qr(a, mode=mode)
+    return q, r
+
+
+GENERIC = {
+    "sum": _sum, "prod": _prod, "mean": _mean, "max": _reduce("max"), "min": _reduce("min"),
+    "all": _reduce("all"), "any": _reduce("any"), "argmax": _arg_reduce("argmax"),
+    "argmin": _arg_reduce("argmin"), "collapse_sum_to": _collapse_sum_to,
+    "permute_dims": _permute_dims, "expand_dims": _expand_dims, "squeeze": _squeeze,
+    "flip": _flip, "concatenate": _concatenate, "astype": _astype,
+    "broadcast_to": lambda ctx, x, shape: ctx.xp.broadcast_to(x, tuple(shape)),
+    "reshape": lambda ctx, x, shape: ctx.xp.reshape(x, tuple(shape)),
+    "zeros": _zeros, "ones": _ones, "full": _full, "zeros_like": _zeros_like,
+    "ones_like": _ones_like, "full_like": _full_like, "arange": _arange, "cumsum": _cumsum,
+    "sort": _sort, "argsort": _argsort, "stop_gradient": _identity, "relu": _relu,
+    "sigmoid": _sigmoid, "softmax": _softmax, "log_softmax": _log_softmax,
+    "logsumexp": _logsumexp, "exp2": _exp2, "reciprocal": _reciprocal, "fabs": _fabs,
+    "cbrt": _cbrt, "logaddexp2": _logaddexp2, "fmax": _fmax, "fmin": _fmin, "fmod": _fmod,
+    "heaviside": _heaviside, "real": _real, "imag": _imag, "index": _index,
+    "index_add": _basic_update(_add), "index_set": _basic_update(_set),
+    "index_multiply": _basic_update(_multiply), "index_max": _basic_update(_max),
+    "index_min": _basic_update(_min), "split": _split, "fft": _fft, "rfft": _rfft,
+    "irfft": _irfft, "cholesky": _linalg("cholesky"), "det": _linalg("det"),
+    "slogdet": _slogdet, "eigh": _eigh, "eigvalsh": _eigvalsh, "svd": _svd,
+    "svdvals": _linalg("svdvals"), "qr": _qr,
+}
+
+def _torch_update(reduce: str | None):
+    """``base.at[key].<op>(value)`` on PyTorch for any key: the flat positions the key
+    selects (an index array of positions indexed by the key), then one scatter over
+    them, so repeated positions accumulate as NumPy's ``ufunc.at`` does."""
+    basic = GENERIC[{None: "index_set", "sum": "index_add", "prod": "index_multiply",
+                     "amax": "index_max", "amin": "index_min"}[reduce]]
+
+    def kernel(ctx, base, value, *arrays, key):
+        k = key_to_python(key, arrays)
+        if not arrays and not any(type(e) is slice and e.step is not None and e.step < 0
+                                  for e in k):
+            return basic(ctx, base, value, key=key)
+        import torch
+
+        out = base.clone()
+        pos = take(ctx, torch.arange(out.numel(), device=out.device).reshape(out.shape),
+                   key, arrays)
+        vals = torch.broadcast_to(value.to(out.dtype), pos.shape).reshape(-1)
+        pos = pos.reshape(-1)
+        flat = out.view(-1)
+        if reduce is None:
+            flat[pos] = vals
+        elif reduce == "sum":
+            flat.index_add_(0, pos, vals)
+        else:
+            flat.scatter_reduce_(0, pos, vals, reduce=reduce, include_self=True)
+        return out
+
+    return kernel
+
+
+def _dask_fft(fn_name: str, axes_of):
+    """Dask's FFTs need each transformed axis in one chunk: rechunk those axes first."""
+
+    def kernel(ctx, x, *args, **attrs):
+        axes = axes_of(x, attrs)
+        x = x.rechunk({a % x.ndim: -1 for a in axes})
+        return GENERIC[fn_name](ctx, x, *args, **attrs)
+
+    return kernel
+
+
+def whole_array_kernel(op, result_type):
+    """Dask runs the op's NumPy kernel itself: chunk by chunk for an elementwise op
+    (``map_blocks``), else as one task on the whole operands (small arrays: a matrix
+    factorization, a gather with several index arrays), results of the IR's shapes."""
+    from ..ir.types import TupleType
+
+    kernel_fn = op.kernel
+
+    def kernel(ctx, *arrays, **attrs):
+        import dask
+        import dask.array as da
+
+        fields = result_type.fields if isinstance(result_type, TupleType) else (result_type,)
+        for t in fields:
+            if not t.is_static:
+                from .namespaces import BackendError
+
+                raise BackendError(f"{op.name}: a whole-array task on dask needs static "
+                                   f"shapes, got {result_type!r}")
+        shape = tuple(int(d) for d in fields[0].shape)
+        if op.elementwise and len(fields) == 1 and all(
+                isinstance(a, da.Array) for a in arrays) and all(shape):
+            # operands broadcast to the result first: blocks then correspond one to one
+            arrays = [da.broadcast_to(a, shape) for a in arrays]
+            arrays = [a.rechunk(arrays[0].chunks) for a in arrays]
+            return da.map_blocks(_with_attrs, *arrays, fn=kernel_fn, attrs=attrs,
+                                 dtype=fields[0].dtype.numpy,
+                                 meta=np.empty((0,) * fields[0].ndim, fields[0].dtype.numpy))
+        task = dask.delayed(_with_attrs, pure=True, nout=len(fields) if len(fields) > 1
+                            else None)(*arrays, fn=kernel_fn, attrs=attrs)
+        outs = [da.from_delayed(task[i] if len(fields) > 1 else task,
+                                shape=tuple(int(d) for d in t.shape), dtype=t.dtype.numpy)
+                for i, t in enumerate(fields)]
+        return tuple(outs) if isinstance(result_type, TupleType) else outs[0]
+
+    return kernel
+
+
+def _with_attrs(*arrays, fn, attrs):
+    out = fn(*[np.asarray(a) for a in arrays], **attrs)
+    return tuple(np.asarray(o) for o in out) if isinstance(out, tuple) else np.asarray(out)
+
+
+def dask_whole_array(op, attrs, arg_types) -> bool:
+    """Whether Dask runs ``op`` as a whole-array task though a generic kernel exists:
+    the factorizations (Dask's need tall-and-skinny chunking) and gathers or updates
+    Dask's indexing does not support (several or multi-dimensional index arrays)."""
+    if op.name in DASK_WHOLE:
+        return True
+    if op.name.startswith("index"):
+        if any(0 in t.shape for t in arg_types):  # Dask's assignment fails on empty keys
+            return True
+        arrays = arg_types[1:] if op.name == "index" else arg_types[2:]
+        return bool(arrays) and (op.name != "index" or len(arrays) > 1
+                                 or any(t.ndim > 1 for t in arrays))
+    return False
+
+
+DASK_WHOLE = frozenset({"svd", "svdvals", "eigh", "eigvalsh", "qr", "cholesky", "det",
+                        "slogdet"})
+
+# per-namespace kernels of ops whose declaration (in another family's file) names none
+BY_NAMESPACE = {
+    "dask": {"fft": _dask_fft("fft", lambda x, a: a["axes"]),
+             "rfft": _dask_fft("rfft", lambda x, a: (a.get("axis", -1),)),
+             "irfft": _dask_fft("irfft", lambda x, a: (a.get("axis", -1),))},
+    "torch": {"index_add": _torch_update("sum"), "index_set": _torch_update(None),
+              "index_multiply": _torch_update("prod"), "index_max": _torch_update("amax"),
+              "index_min": _torch_update("amin")},
+}
+
+# ops whose NumPy kernel touches no array function (Python bookkeeping: the stacks of
+# reverse-mode loops): the same kernel runs on every namespace
+NAMESPACE_FREE = frozenset({"stack_empty", "stack_nonempty", "stack_pop", "stack_push"})
