@@ -84,6 +84,8 @@ def _numerical_jvp(f, args, tangents, eps):
 
 
 def check_vjp(f, args, rng, eps=1e-6, atol=1e-5, rtol=1e-5) -> None:
+    """Reverse mode of ``f`` at ``args`` against central differences: for random u, v,
+    <u, J v> (differences along v) equals <pullback(u), v>; raises GradientCheckError."""
     from .api import vjp
 
     out, pullback = vjp(f, *args)
@@ -95,6 +97,8 @@ def check_vjp(f, args, rng, eps=1e-6, atol=1e-5, rtol=1e-5) -> None:
 
 
 def check_jvp(f, args, rng, eps=1e-6, atol=1e-5, rtol=1e-5) -> None:
+    """Forward mode of ``f`` at ``args`` against central differences along a random
+    tangent v (compared through a random projection u); raises GradientCheckError."""
     from . import api_forward as api
 
     v = _random_like(tuple(args), rng)

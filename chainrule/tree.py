@@ -101,6 +101,8 @@ def flatten(tree: Any) -> tuple[list, TreeDef]:
 
 
 def unflatten(treedef: TreeDef, leaves) -> Any:
+    """The tree of structure ``treedef`` holding ``leaves`` in order (``flatten``'s
+    inverse); the number of leaves must match."""
     leaves = list(leaves)
     if len(leaves) != treedef.num_leaves:
         raise ChainruleError(f"expected {treedef.num_leaves} leaves, got {len(leaves)}")
@@ -124,6 +126,8 @@ def unflatten(treedef: TreeDef, leaves) -> Any:
 
 
 def tree_map(f: Callable, tree: Any, *rest: Any) -> Any:
+    """``f`` applied leaf by leaf to ``tree`` (and the matching leaves of ``rest``),
+    in a tree of the same structure."""
     leaves, td = flatten(tree)
     others = [flatten(r)[0] for r in rest]
     return unflatten(td, [f(x, *xs) for x, *xs in zip(leaves, *others)])

@@ -294,6 +294,7 @@ class Printer:
 
 @collector_paused
 def print_module(module: Module) -> str:
+    """The text format of ``module`` (``parse`` reads it back to the same module)."""
     return Printer(module).run()
 
 

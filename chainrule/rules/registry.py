@@ -91,8 +91,10 @@ def register_jvp(op, rule: Callable) -> None:
 
 
 def has_vjp(op: Op) -> bool:
+    """Whether reverse mode can pass ``op``: it has a VJP rule or no derivative."""
     return op in VJP or not op.differentiable
 
 
 def has_jvp(op: Op) -> bool:
+    """Whether forward mode can pass ``op``: it has a JVP rule or no derivative."""
     return op in JVP or not op.differentiable
