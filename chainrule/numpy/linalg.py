@@ -286,10 +286,11 @@ def lstsq(a, b, rcond=None):
     bm = _ops.reshape(b, (-1, 1)) if vector else b
     x = _ops.matmul(_ops.pinv(a, float(rcond), False), bm)
     s = _ops.svdvals(a)
-    if min(m, n):
-        rank = _ops.sum(_ops.astype(_ops.greater(s, _ops.max(s) * rcond), _np.int64))
+    if min(m, n):  # int32, as NumPy's (LAPACK's) rank
+        rank = _ops.astype(_ops.sum(_ops.astype(_ops.greater(s, _ops.max(s) * rcond),
+                                                _np.int64)), _np.int32)
     else:
-        rank = _np.int64(0)
+        rank = _np.int32(0)
     if m > n:
         r = _ops.subtract(bm, _ops.matmul(a, x))
         sq = _ops.real(r * _ops.conj(r)) if _dtype(r).kind == "c" else r * r
