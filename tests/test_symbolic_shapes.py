@@ -285,3 +285,26 @@ def test_polymorphic_shape_specifications_are_checked():
     g = cr.jit(lambda x: x * 2.0, polymorphic_shapes=["_, b"])
     np.testing.assert_allclose(g(np.ones((2, 5))), 2.0)
     assert str(g.module(np.ones((2, 5)))).startswith("def main(x: f64[2, b])")
+
+
+def test_einsum_with_a_symbolic_batch_dimension():
+    """One program for every batch size, gradients equal to the static ones; merging a
+    symbolic dimension with another into one axis is a clear error."""
+    def loss(x, w):
+        return cnp.sum(cnp.tanh(cnp.einsum("bi,ij->bj", x, w)) ** 2)
+
+    poly = cr.grad(loss, argnums=(0, 1), polymorphic_shapes=["(b, 3)", None])
+    static = cr.grad(loss, argnums=(0, 1))
+    w = np.random.RandomState(0).rand(3, 4)
+    for n in (1, 7, 100):
+        x = np.random.RandomState(n).rand(n, 3)
+        for got, want in zip(poly(x, w), static(x, w)):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    batched = cr.jit(lambda x, y: cnp.einsum("bij,bjk->bik", x, y),
+                     polymorphic_shapes=["(b, 2, 3)", "(b, 3, 4)"])
+    x, y = np.ones((5, 2, 3)), np.ones((5, 3, 4))
+    np.testing.assert_allclose(batched(x, y), np.einsum("bij,bjk->bik", x, y))
+    merged = cr.jit(lambda x, w: cnp.einsum("bcx,xd->bcd", x, w),
+                    polymorphic_shapes=["(b, c, 3)", None])
+    with pytest.raises(ChainruleError, match="symbolic dimension"):
+        merged(np.ones((2, 5, 3)), np.ones((3, 4)))

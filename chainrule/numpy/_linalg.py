@@ -168,6 +168,12 @@ def _contract(x, xl, y, yl, keep, sizes):
     bs = tuple(sizes[c] for c in batch)
     xs, ys, ks = ([sizes[c] for c in g] for g in (x_only, y_only, summed))
     labels = batch + x_only + y_only
+    for group, dims in ((x_only, xs), (y_only, ys), (summed, ks)):
+        if len(dims) > 1 and any(isinstance(d, str) for d in dims):
+            raise LinalgArgumentError(
+                f"einsum: labels {''.join(group)} of sizes {tuple(dims)} would be merged into "
+                f"one axis, whose size is a product of a symbolic dimension (not supported; "
+                f"einsum handles a symbolic dimension that keeps an axis of its own)")
     if not summed:  # an outer product over the free labels
         xp = _reshape(_permute(x, [xl.index(c) for c in batch + x_only]),
                       bs + tuple(xs) + (1,) * len(ys))
@@ -179,6 +185,9 @@ def _contract(x, xl, y, yl, keep, sizes):
     yp = _reshape(_permute(y, [yl.index(c) for c in batch + summed + y_only]),
                   bs + (prod(ks), prod(ys)))
     return _reshape(_ops.matmul(xp, yp), bs + tuple(xs) + tuple(ys)), labels
+
+
+_SYMBOL_PLAN_SIZE = 64
 
 
 def einsum(*operands, out=None, optimize=False, dtype=None, casting="safe", order="K"):
@@ -196,7 +205,11 @@ def einsum(*operands, out=None, optimize=False, dtype=None, casting="safe", orde
     if dtype is not None:
         arrays = [_ops.astype(a, dtype) for a in arrays]
     shapes = [_shape(a) for a in arrays]
-    dummies = [_np.broadcast_to(_np.zeros((), _dtype(a)), s) for a, s in zip(arrays, shapes)]
+    # NumPy plans the contraction order on stand-in arrays: a symbolic dimension (polymorphic
+    # shapes) plans as a size of _SYMBOL_PLAN_SIZE
+    dummies = [_np.broadcast_to(_np.zeros((), _dtype(a)), tuple(
+        _SYMBOL_PLAN_SIZE if isinstance(d, str) else d for d in s))
+        for a, s in zip(arrays, shapes)]
     strategy = optimize if not isinstance(optimize, bool) and optimize is not None else "greedy"
     try:  # NumPy checks the subscripts against the shapes and picks the contraction order
         path = _np.einsum_path(subscripts, *dummies, optimize=strategy)[0]
