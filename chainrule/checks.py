@@ -110,13 +110,17 @@ def _foreign(value) -> bool:
 def own(tree, inputs=()):
     """``tree`` with every array the caller may not safely keep (read-only, returned
     twice, or sharing memory with one of ``inputs``) replaced by a copy, so each
-    result is a distinct, writeable array of its own."""
+    result is a distinct, writeable array of its own; 0-d arrays become NumPy scalars."""
     leaves, td = flatten(tree)
     given = [x for x in flatten(tuple(inputs))[0] if isinstance(x, np.ndarray) and x.size]
     seen: set[int] = set()
     out = []
     for x in leaves:
-        if type(x) is np.ndarray:
+        if type(x) is np.ndarray and x.ndim == 0:
+            # a 0-d result is a NumPy scalar whichever tier ran (the interpreter's kernels
+            # give scalars where generated code may fill a 0-d buffer)
+            x = x[()]
+        elif type(x) is np.ndarray:
             if (id(x) in seen or not x.flags.writeable
                     or any(np.may_share_memory(x, g) for g in given)):
                 x = np.array(x, copy=True)

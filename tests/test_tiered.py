@@ -185,3 +185,13 @@ def test_interpreted_calls_leave_no_reference_cycles(monkeypatch):
     finally:
         if enabled:
             gc.enable()
+
+
+def test_a_0d_result_is_a_numpy_scalar_in_both_tiers():
+    def f(s):
+        return cnp.full((2, 3), s).sum()
+
+    first = cr.grad(f)(np.float64(1.5))  # interpreted
+    compiled = cr.grad(f, eager_compile=True)(np.float64(1.5))
+    assert type(first) is type(compiled) is np.float64
+    assert first == compiled == 6.0
