@@ -269,7 +269,7 @@ def _lanes_in_python(call, in_axes, out_axes, axis_size):
 def basis_lane_program(pieces, index: int, name: str) -> Module:
     """``name_vmap(params, basis)``: one copy of the tangent program (forward mode, for
     differentiated leaf ``index``) or of the pullback (reverse mode, output leaf
-    ``index``) of a Jacobian's ``pieces`` (``api_jacobian._Pieces``), batched by the
+    ``index``) of a Jacobian's ``pieces`` (``api_jacobian_program._Pieces``), batched by the
     vmap pass over the rows of ``basis``: the primal work once, the derivative work as
     whole-batch array ops. It returns ``(stacked parts..., aux leaves...)``."""
     from .frontend.tracer import Trace

@@ -11,6 +11,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.api_jacobian as api_jacobian
+import chainrule.api_jacobian_program as api_jacobian_program
 import chainrule.numpy as cnp
 from chainrule.errors import ArgumentError, ChainruleError, GradientError
 
@@ -340,7 +341,7 @@ def test_chunked_programs_for_large_jacobians(monkeypatch):
         t = jac(f, has_aux=True)
         J, aux = t(p)
         entry = next(iter(t.cache.values()))
-        assert isinstance(entry, api_jacobian._Chunked)
+        assert isinstance(entry, api_jacobian_program._Chunked)
         assert entry.chunk < 35
         np.testing.assert_allclose(aux, p["x"] * 2)
         for o in ("y", "n"):

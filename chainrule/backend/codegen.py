@@ -40,7 +40,6 @@ def main(x, y):
 
 from __future__ import annotations
 
-import builtins
 import itertools
 import keyword
 import linecache
@@ -72,45 +71,10 @@ from ..ir.visitor import atoms_of, free_vars, vars_used
 from ..ops.indexing import advanced
 from ..ops.templates import OpEmit, int_literal, literal
 from .execution import KERNEL_ERRORS, Liveness, coerce_args, kernel_error
+from .identifiers import RESERVED, UniqueNames, safe_identifier
 
-RESERVED = (frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
-            | frozenset(dir(builtins)) | {"np", "xp"})
-MAX_NAME = 48
 CACHE_SIZE = 64
 _counter = itertools.count()
-
-
-def safe_identifier(hint, default: str = "v") -> str:
-    """An ASCII Python identifier made from a name hint (never a keyword)."""
-    if type(hint) is not str:
-        return default
-    if len(hint) <= MAX_NAME and hint.isascii() and hint.isidentifier():
-        return default if keyword.iskeyword(hint) else hint
-    text = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_"
-                   for c in hint[:MAX_NAME])
-    if not text or text[0].isdigit():
-        text = f"{default}_{text}"
-    if not text.isidentifier() or keyword.iskeyword(text):
-        return default
-    return text
-
-
-class _Names:
-    """Unique identifiers: ``hint``, ``hint_1``, ... avoiding ``taken``."""
-
-    def __init__(self, taken):
-        self.taken = set(taken)
-        self._next: dict[str, int] = {}
-
-    def fresh(self, hint, default: str = "v") -> str:
-        base = safe_identifier(hint, default)
-        name, k = base, self._next.get(base, 0)
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self._next[base] = k
-        self.taken.add(name)
-        return name
 
 
 def _flat_vars(x) -> list[Var]:
@@ -174,7 +138,7 @@ class _ModuleCodegen:
         self.notes: list[str] = []
         self.locations: dict[int, tuple[str, str]] = {}  # source line -> (op, binding)
         self._interned: dict = {}
-        names = _Names(RESERVED)
+        names = UniqueNames(RESERVED)
         self.func_names = {name: names.fresh(name, "f") for name in module.functions}
         # symbolic dimensions named by shape attributes: one local per function, bound
         # from its parameters' shapes when it starts (``n = x.shape[0]``)
@@ -185,18 +149,18 @@ class _ModuleCodegen:
         for fname, fn in module.functions.items():
             if not isinstance(fn, Function):
                 raise CodegenError(f"module entry {fname!r} is not a function")
-            fnames = _Names(names.taken)
+            fnames = UniqueNames(names.taken)
             var_names: dict[Var, str] = {}
             for p in fn.params:
                 var_names[p] = fnames.fresh(p.name)
             self._name_block(fn.body, var_names, fnames)
             self.names_of[fname] = var_names
             taken |= fnames.taken
-        self.ns_names = _Names(taken)
+        self.ns_names = UniqueNames(taken)
         self.names: dict[Var, str] = {}
 
     # -- names -------------------------------------------------------------------------
-    def _name_block(self, block: Block, names: dict, fresh: _Names) -> None:
+    def _name_block(self, block: Block, names: dict, fresh: UniqueNames) -> None:
         for b in block.bindings:
             names[b.var] = fresh.fresh(b.var.name)
             v = b.value

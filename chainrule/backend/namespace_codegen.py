@@ -24,16 +24,13 @@ from ..ir.types import TensorType
 from ..ops.templates import literal
 from . import codegen
 from .execution import kernel_error
-from .namespace_kernels import (
+from .namespace_backend_kernels import (
     BY_NAMESPACE,
-    ELEMENTWISE,
-    GENERIC,
-    KEEP_OPERAND_DTYPE,
     NAMESPACE_FREE,
-    KernelContext,
     dask_whole_array,
     whole_array_kernel,
 )
+from .namespace_kernels import ELEMENTWISE, GENERIC, KEEP_OPERAND_DTYPE, KernelContext
 
 
 def resolve_kernel(op: Op, ns_name: str):
