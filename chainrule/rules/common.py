@@ -9,6 +9,7 @@ from .. import ops
 from ..emit.trace import Traced, current_trace
 from ..errors import GradientError
 from ..ir.types import DType
+from .registry import NoDerivative, jvp_rule, vjp_rule
 
 
 def keepdims_shape(shape, axis) -> tuple:
@@ -92,3 +93,44 @@ def linear_self(op):
 
     rule.__doc__ = f"z = {op.name}(x);  dz = {op.name}(dx)  (linear)"
     return rule
+
+
+# -- rules from partial derivatives -----------------------------------------------------
+
+
+def partials_rules(op, slopes, doc: str) -> None:
+    """The VJP and JVP rules of z = f(operands) with partial derivatives
+    slopes(z, *operands) (None for an identically zero one, a NoDerivative where there is
+    none): d_i = g f_i;  dz = sum_i t_i f_i. ``doc`` (the math) is both rules' docstring."""
+
+    def vjp(z, g, *xs):
+        return tuple(s if s is None or isinstance(s, NoDerivative) else g * s
+                     for s in slopes(z, *xs))
+
+    def jvp(z, *xs):
+        return tuple(s if s is None or isinstance(s, NoDerivative) else
+                     (lambda t, s=s: t * s) for s in slopes(z, *xs))
+
+    vjp.__doc__ = jvp.__doc__ = doc
+    vjp_rule(op)(vjp)
+    jvp_rule(op)(jvp)
+
+
+def unary_rules(op, slope, doc: str) -> None:
+    """Rules of z = f(x) with f'(x) = slope(z, x): dx = g f'(x);  dz = dx f'(x)."""
+    partials_rules(op, lambda z, x: (slope(z, x),), doc)
+
+
+def unary_divide_rules(op, divisor, doc: str) -> None:
+    """Rules of z = f(x) with f'(x) = 1 / divisor(z, x) (a division, not a reciprocal
+    times: one op fewer and no rounding of 1 / d)."""
+
+    def vjp(z, g, x):
+        return (g / divisor(z, x),)
+
+    def jvp(z, x):
+        return (lambda t: t / divisor(z, x),)
+
+    vjp.__doc__ = jvp.__doc__ = doc
+    vjp_rule(op)(vjp)
+    jvp_rule(op)(jvp)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
+from .common import unary_divide_rules, unary_rules
 from .registry import jvp_rule, vjp_rule
 
 
@@ -177,32 +178,7 @@ def negative_jvp(z, x):
 
 
 # -- unary functions: dz = dx * f'(x), dx = g * f'(x) -----------------------------------
-def _scale(op, factor, doc: str):
-    """Rules of z = f(x) with f'(x) = factor(z, x): dx = g * f'(x);  dz = dx * f'(x)."""
-
-    def vjp(z, g, x):
-        return (g * factor(z, x),)
-
-    def jvp(z, x):
-        return (lambda t: t * factor(z, x),)
-
-    vjp.__doc__ = jvp.__doc__ = doc
-    vjp_rule(op)(vjp)
-    jvp_rule(op)(jvp)
-
-
-def _divide_by(op, divisor, doc: str):
-    """Rules of z = f(x) with f'(x) = 1 / divisor(z, x)."""
-
-    def vjp(z, g, x):
-        return (g / divisor(z, x),)
-
-    def jvp(z, x):
-        return (lambda t: t / divisor(z, x),)
-
-    vjp.__doc__ = jvp.__doc__ = doc
-    vjp_rule(op)(vjp)
-    jvp_rule(op)(jvp)
+_scale, _divide_by = unary_rules, unary_divide_rules
 
 
 _scale(ops.square, lambda z, x: 2 * x, "z = x^2;  f'(x) = 2 x")

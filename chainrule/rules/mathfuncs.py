@@ -12,52 +12,13 @@ from __future__ import annotations
 import math
 
 from .. import ops
+from .common import partials_rules, unary_divide_rules, unary_rules
 from .registry import jvp_rule, vjp_rule
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
-def _unary(op, slope, doc: str):
-    """Rules of z = f(x) with f'(x) = slope(z, x): dx = g f'(x);  dz = dx f'(x)."""
-
-    def vjp(z, g, x):
-        return (g * slope(z, x),)
-
-    def jvp(z, x):
-        return (lambda t: t * slope(z, x),)
-
-    vjp.__doc__ = jvp.__doc__ = doc
-    vjp_rule(op)(vjp)
-    jvp_rule(op)(jvp)
-
-
-def _unary_divide(op, divisor, doc: str):
-    """Rules of z = f(x) with f'(x) = 1 / divisor(z, x)."""
-
-    def vjp(z, g, x):
-        return (g / divisor(z, x),)
-
-    def jvp(z, x):
-        return (lambda t: t / divisor(z, x),)
-
-    vjp.__doc__ = jvp.__doc__ = doc
-    vjp_rule(op)(vjp)
-    jvp_rule(op)(jvp)
-
-
-def _binary(op, slopes, doc: str):
-    """Rules of z = f(x, y) with partial derivatives slopes(z, x, y) = (f_x, f_y)
-    (None for an identically zero one): dx = g f_x, dy = g f_y;  dz = dx f_x + dy f_y."""
-
-    def vjp(z, g, x, y):
-        return tuple(None if s is None else g * s for s in slopes(z, x, y))
-
-    def jvp(z, x, y):
-        return tuple(None if s is None else (lambda t, s=s: t * s) for s in slopes(z, x, y))
-
-    vjp.__doc__ = jvp.__doc__ = doc
-    vjp_rule(op)(vjp)
-    jvp_rule(op)(jvp)
+_unary, _unary_divide, _binary = unary_rules, unary_divide_rules, partials_rules
 
 
 # -- hyperbolic and inverse trigonometric ---------------------------------------------

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import ops
 from ..ir.types import DType
+from .common import partials_rules
 from .registry import NoDerivative, jvp_rule, vjp_rule
 
 _2_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -25,22 +26,7 @@ _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _SQRT_HALF = math.sqrt(0.5)
 
 
-def _rules(op, slopes, doc: str):
-    """Rules of z = f(operands) with partial derivatives slopes(z, *operands) (None
-    for an identically zero one, a NoDerivative where there is none):
-    d_i = g f_i;  dz = sum_i t_i f_i."""
-
-    def vjp(z, g, *xs):
-        return tuple(s if s is None or isinstance(s, NoDerivative) else g * s
-                     for s in slopes(z, *xs))
-
-    def jvp(z, *xs):
-        return tuple(s if s is None or isinstance(s, NoDerivative) else
-                     (lambda t, s=s: t * s) for s in slopes(z, *xs))
-
-    vjp.__doc__ = jvp.__doc__ = doc
-    vjp_rule(op)(vjp)
-    jvp_rule(op)(jvp)
+_rules = partials_rules
 
 
 def _clip(x, c: float):
