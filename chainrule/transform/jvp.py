@@ -212,6 +212,17 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
         return
     adj = sweep.adj
     start = len(sweep.b.bindings)
+    varying = [i for i, t in enumerate(tangents) if t is not None]
+    if len(varying) > 1 and op.linear_in(varying) and all(
+            isinstance(tangents[i], (Var, Constant)) for i in varying):
+        # jointly linear in the operands that vary: the tangent is the op applied to their
+        # tangents, one op where one map per operand would pad each with zeros and add
+        # them (a scatter's zero base, concatenate's zero pieces, where's other branch)
+        targs = [tangents[i] if t is not None else sweep.copy.atom(a)
+                 for i, (a, t) in enumerate(zip(call.args, tangents))]
+        total = _fit_out(adj, adj.wrap(sweep.b.call(op, targs, call.attrs)), new.type)
+        sweep.set_tangent(binding.var, total, new, start)
+        return
     args = [adj.wrap(sweep.copy.atom(a)) for a in call.args]
     maps = JVP[op](Traced(sweep.trace, new), *args, **call.attrs)
     if len(maps) != len(args):
