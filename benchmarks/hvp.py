@@ -13,6 +13,10 @@ every array of the MLP an argument (parameters, tangents, inputs, labels: a
 ``jit(lambda ps, vs, x, labels: jvp(grad(...)))``), where the tangents of the
 inputs are symbolic zeros that must cost nothing.
 
+A third table times the hvp of a loop (``fori_loop``) one of whose carries
+does not depend on the parameters, against JAX: its tangent is a symbolic
+zero, carried by neither the forward nor the reverse loop.
+
     python benchmarks/hvp.py [--quick] [--repeats N] [--batch 256]
 """
 
@@ -100,6 +104,46 @@ def against_hand(params, x, labels, v, ref, reps: int) -> None:
             ["", "min ms", "median ms", "/hand min", "/hand med"], rows)
 
 
+def loop_loss(xp, fori_loop):
+    """A loop carrying ``h`` (which depends on ``w``) and ``s`` (which does not)."""
+
+    def loss(w):
+        def body(i, carry):
+            h, s = carry
+            return xp.tanh(h @ w), xp.sin(s) @ (s * 0.5)
+
+        h, s = fori_loop(0, 10, body, (w * 2, xp.ones(w.shape) * 0.1))
+        return xp.sum(h * h) + xp.sum(s * h)
+
+    return loss
+
+
+def loop_case(reps: int, n: int = 128) -> None:
+    """hvp through a loop with a carry that does not vary: chainrule vs JAX jit."""
+    import chainrule.numpy as cnp
+
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((n, n)) / np.sqrt(n)
+    v = rng.standard_normal((n, n))
+    f = loop_loss(cnp, cr.fori_loop)
+    ref = cr.hvp(f, (w,), (v,))
+    fns = {"chainrule cr.hvp": lambda: cr.hvp(f, (w,), (v,))}
+    jax = C.peer("jax")
+    if jax is not None:
+        jf = loop_loss(jax.numpy, jax.lax.fori_loop)
+        jhvp = jax.jit(lambda w, v: jax.jvp(jax.grad(jf), (w,), (v,))[1])
+        jw, jv = jax.device_put(w), jax.device_put(v)
+        assert np.allclose(jhvp(jw, jv), ref)
+        fns["JAX jit(jvp(grad))"] = lambda: jhvp(jw, jv).block_until_ready()
+    r = C.compare(fns, reps)
+    base = r["chainrule cr.hvp"]
+    rows = [[name, t[0] * 1e3, t[1] * 1e3, t[0] / base[0], t[1] / base[1]]
+            for name, t in r.items()]
+    C.table(f"hvp through a 10-step loop, one carry constant, {n}x{n} float64, {reps} "
+            f"repeats; load average {_load()}",
+            ["", "min ms", "median ms", "/chainrule min", "/chainrule med"], rows)
+
+
 def main() -> None:
     p = C.parser(__doc__)
     p.add_argument("--batch", type=int, default=256)
@@ -179,6 +223,7 @@ def main() -> None:
         rows.append(["autograd (reverse over reverse)", t_grad[0] * 1e3, t_hvp[0] * 1e3,
                      t_hvp[0] / t_grad[0], t_hvp[1] / t_grad[1]])
     against_hand(params, x, labels, v, ref, reps)
+    loop_case(reps)
     C.table(f"MLP loss, B={ns.batch} float64: hvp vs grad, {reps} repeats; {C.versions()}",
             ["", "grad min ms", "hvp min ms", "hvp/grad min", "hvp/grad med"], rows,
             "; ".join(notes))

@@ -4,7 +4,15 @@
 result_tangent)``, with one tangent parameter ``<p>_dot`` per float
 parameter. Each binding is copied, followed by its tangent, computed by the
 op's JVP rule (one linear map per operand, applied to the non-zero
-tangents). A call of a module function ``g`` becomes a call of ``g_jvp``.
+tangents). A call of a module function ``g`` becomes a call of ``g_jvp``, or
+of ``g_jvp_wrt_<positions>`` when only some of its tangents are non-zero.
+
+A zero tangent is a symbolic zero (an absent message, ``adjoint.py``): no
+rule runs for a binding whose operand tangents are all zero, no map for a
+zero operand, and a zeros array is made only where a value must exist (a
+loop carry or branch result that varies on one side, a returned tangent).
+Loops carry tangents only for the loop variables that can vary (a fixed
+point over the body); see docs/ad_passes.md, "Symbolic zeros".
 """
 
 from __future__ import annotations
