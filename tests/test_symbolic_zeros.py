@@ -223,6 +223,22 @@ def test_jointly_linear_op_applies_itself_to_the_tangents():
     np.testing.assert_allclose(got[1], [1.0, 8.0, 1.0, 1.0, 1.0])
 
 
+def test_linear_op_with_a_constant_operand_is_affine_not_applied_to_tangents():
+    # concatenate is linear in all its operands jointly; with a constant piece it is
+    # affine in the others: each varying piece goes through its own map
+    m = cr.parse(text("""
+        def main(x: f64[1], y: f64[1]) -> f64[3]:
+            z = concatenate(x, y, f64([1.0]))
+            return z
+        """))
+    out = jvp(m, "main")
+    cr.verify(out)
+    got = cr.run(out, np.ones(1), np.ones(1), np.array([2.0]), np.array([3.0]), func="main_jvp")
+    np.testing.assert_array_equal(got[1], [2.0, 3.0, 0.0])
+    y, t = cr.jvp(lambda a, b: cnp.array([a, b, 1.0]), (0.5, 0.25), (1.0, 2.0))
+    np.testing.assert_array_equal(t, [1.0, 2.0, 0.0])
+
+
 def test_linearize_and_transpose_of_a_partial_jvp():
     m = cr.parse(text(CALL))
     lin = linearize(m, "main", wrt=[0])

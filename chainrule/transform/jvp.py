@@ -221,11 +221,14 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     adj = sweep.adj
     start = len(sweep.b.bindings)
     varying = [i for i, t in enumerate(tangents) if t is not None]
-    if len(varying) > 1 and op.linear_in(varying) and all(
+    linear = range(len(call.args)) if op.linear == "all" else (
+        op.linear if isinstance(op.linear, tuple) else ())
+    if len(varying) > 1 and set(varying) == set(linear) and all(
             isinstance(tangents[i], (Var, Constant)) for i in varying):
-        # jointly linear in the operands that vary: the tangent is the op applied to their
-        # tangents, one op where one map per operand would pad each with zeros and add
-        # them (a scatter's zero base, concatenate's zero pieces, where's other branch)
+        # jointly linear in its linear operands, all of which vary (a constant among them
+        # would make it affine): the tangent is the op applied to their tangents, one op
+        # where one map per operand would pad each with zeros and add them (a scatter's
+        # zero base, where's other branch)
         targs = [tangents[i] if t is not None else sweep.copy.atom(a)
                  for i, (a, t) in enumerate(zip(call.args, tangents))]
         total = _fit_out(adj, adj.wrap(sweep.b.call(op, targs, call.attrs)), new.type)
