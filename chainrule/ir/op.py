@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ChainruleError, TypeInferenceError, UnknownOpError
+from .symbols import has_symbolic_attrs
 from .types import DType, TensorType, Type
 
 REQUIRED = object()  # marks an attribute without a default
@@ -149,6 +150,12 @@ class Op:
                 best, best_priority = a, p
         if best is not None:
             return best._cr_apply(self, args, attrs)
+        if attrs and has_symbolic_attrs(attrs):  # zeros((x.shape[0], 3)) while tracing
+            from ..emit.trace import current_trace
+
+            trace = current_trace()
+            if trace is not None:
+                return trace.apply(self, args, attrs)
         return evaluate(self, args, attrs)
 
     def linear_in(self, positions) -> bool:

@@ -29,7 +29,7 @@ def reduced_count(shape, axis) -> int | None:
     """How many elements a reduction over ``axis`` combines; None when one of those
     dimensions is a symbol (its size is only known at run time)."""
     axes = range(len(shape)) if axis is None else axis
-    if any(type(shape[a]) is str for a in axes):
+    if any(isinstance(shape[a], str) for a in axes):
         return None
     return int(np.prod([shape[a] for a in (range(len(shape)) if axis is None else axis)]))
 
