@@ -38,6 +38,7 @@ from .checks import StaticArgs, check_callable, own
 from .errors import ArgumentError, InvalidValueError
 from .frontend.polymorphic import specs_of
 from .frontend.tracer import Traced, trace_function
+from .ir import dims
 from .ir.nodes import Module
 from .ir.types import TensorType
 from .transform.vmap_types import BatchingError
@@ -327,7 +328,6 @@ def basis_jacobian_program(pieces) -> Module:
     from . import numpy as cnp
     from .frontend.tracer import Trace
     from .ir.nodes import Constant
-    from .transform.vmap_types import BatchingError
 
     plan, fwd = pieces.plan, pieces.plan.mode == "fwd"
     types = pieces.in_types if fwd else pieces.out_types[:plan.n_target]
@@ -367,17 +367,10 @@ def _inline(tr, module: Module, func: str, args) -> list:
 
 
 def numel_dim(t):
-    """The number of elements of the array type ``t`` as a dimension: an int, or the
-    symbol of ``f64[n]`` (a Jacobian of a symbolic leaf has n basis vectors)."""
-    symbols = [d for d in t.shape if isinstance(d, str)]
-    if not symbols:
-        return int(np.prod(t.shape, dtype=np.int64))
-    if len(symbols) == 1 and int(np.prod([d for d in t.shape if isinstance(d, int)],
-                                         dtype=np.int64)) == 1:
-        return symbols[0]
-    raise BatchingError(f"jacobian: a leaf of type {t!r} has {' * '.join(map(str, t.shape))} "
-                        f"basis vectors, a product of dimensions with a symbol; a symbolic "
-                        f"leaf of a Jacobian must be of one symbolic dimension (f64[n])")
+    """The number of elements of the array type ``t`` as a dimension: an int, or an
+    expression of its symbols (a Jacobian of a leaf ``f64[n, 3]`` has ``3*n`` basis
+    vectors, counted when the program runs)."""
+    return functools.reduce(dims.mul, t.shape, 1)
 
 
 def _identity(tr, n, t):
