@@ -14,6 +14,13 @@ import warnings
 
 import numpy as np
 
+from .api_grad_program import (  # noqa: F401  (_reachable, _leaf_ranges: used by the other APIs)
+    _argnums_tuple,
+    _build_grad,
+    _grads_tree,
+    _leaf_ranges,
+    _reachable,
+)
 from .api_polymorphic import run_cached, symbolic_types
 from .backend.interpret import Interpreter
 from .backend.namespaces import OnBackend, get_namespace
@@ -56,19 +63,6 @@ from .transform.optimize import optimize
 from .tree import flatten, unflatten
 
 # -- helpers ----------------------------------------------------------------------------
-
-
-def _argnums_tuple(argnums, n_args: int, what: str = "grad") -> tuple[int, ...]:
-    return check_argnums(argnums, n_args, what)
-
-
-def _leaf_ranges(args) -> list[range]:
-    out, start = [], 0
-    for a in args:
-        n = len(flatten(a)[0])
-        out.append(range(start, start + n))
-        start += n
-    return out
 
 
 class _Transform:
@@ -198,13 +192,6 @@ class _Transform:
 # -- grad / value_and_grad -----------------------------------------------------------
 
 
-def _reachable(module: Module, root: str) -> Module:
-    """Only the functions ``root`` calls (inlining leaves the others unused)."""
-    from .transform.dce import dce
-
-    return dce(module, roots=[root])
-
-
 def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    static_argnums=None, static_argnames=None, polymorphic_shapes=None,
                    eager_compile: bool | None = None):
@@ -299,8 +286,6 @@ def grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
     g.__name__ = f"grad({getattr(f, '__name__', 'f')})"
     return g
 
-
-from .api_grad_program import _build_grad, _grads_tree  # noqa: E402  (uses _reachable)
 
 # -- jit --------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ leaves, and the result put back in the structure of the arguments."""
 
 from __future__ import annotations
 
-from .api import _argnums_tuple, _leaf_ranges, _reachable
+from .checks import check_argnums
 from .errors import GradientError
 from .frontend.specialization import _Compiled
 from .frontend.tracer import trace_function
@@ -13,6 +13,26 @@ from .ir.nodes import Module
 from .ir.types import TensorType, has_float
 from .transform.optimize import optimize
 from .tree import flatten, unflatten
+
+
+def _argnums_tuple(argnums, n_args: int, what: str = "grad") -> tuple[int, ...]:
+    return check_argnums(argnums, n_args, what)
+
+
+def _leaf_ranges(args) -> list[range]:
+    out, start = [], 0
+    for a in args:
+        n = len(flatten(a)[0])
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+def _reachable(module: Module, root: str) -> Module:
+    """Only the functions ``root`` calls (inlining leaves the others unused)."""
+    from .transform.dce import dce
+
+    return dce(module, roots=[root])
 
 
 def _build_grad(f, argnums, has_aux, call, leaves, holomorphic=False, leaf_types=None,

@@ -198,8 +198,9 @@ def test_division_by_a_dimension_keeps_the_arrays_dtype():
     assert "ones(shape=(n,), dtype=f32)" in text  # n counted when the program runs
 
 
-def test_prod_and_hessian_along_a_symbolic_axis():
-    f = lambda x: cnp.sum(cnp.prod(x, axis=0) ** 2)  # noqa: E731
+@pytest.mark.parametrize("name", ["prod over n", "cumprod along n"])
+def test_hessians_along_a_symbolic_axis(name):
+    f = CASES[name]
     h = cr.hessian(f, polymorphic_shapes="(n, 3)")
     for n in (1, 4):
         x = RNG.standard_normal((n, 3))

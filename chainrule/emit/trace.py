@@ -30,7 +30,7 @@ from ..errors import TraceError, TypeInferenceError
 from ..ir.builder import Builder
 from ..ir.dims import Dim
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
-from ..ir.op import HANDLERS, PYTHON_SCALARS, Op, weak_scalar_dtype
+from ..ir.op import HANDLERS, PYTHON_SCALARS, SYMBOLIC_APPLY, Op, weak_scalar_dtype
 from ..ir.types import DType, TensorType, TupleType, Type
 from .methods import ArrayMethods
 
@@ -83,6 +83,16 @@ class Traced(ArrayMethods):
 
 
 HANDLERS[Traced] = 100
+
+
+def _apply_symbolic(op: Op, args, attrs):
+    """An op whose shape attributes name symbols, called on plain values: emitted into
+    the running trace (None without one)."""
+    trace = current_trace()
+    return None if trace is None else trace.apply(op, args, attrs)
+
+
+SYMBOLIC_APPLY.append(_apply_symbolic)
 
 
 def inner_var(args) -> str:

@@ -10,10 +10,15 @@ array([ 1.,  2.,  6., 24.])
 
 from __future__ import annotations
 
-from ..ir.indexing import ArrayIndex, Slice
+from ..errors import TypeInferenceError
+from ..ir.indexing import Slice
 from .elementwise import multiply
 from .indexing import index
 from .shape import concatenate, ones_like
+
+# the scan along an axis of symbolic length is a loop, which the frontend emits (a layer
+# above: chainrule/frontend/symbolic_scan.py registers it here)
+SYMBOLIC_SCAN: list = []
 
 
 def _part(x, axis: int, lo, hi):
@@ -29,7 +34,11 @@ def prefix_product(x, axis: int, exclusive: bool = False):
     axis = axis % len(shape)
     n = shape[axis]
     if isinstance(n, str):
-        return _symbolic_prefix_product(x, axis, exclusive)
+        if not SYMBOLIC_SCAN:
+            raise TypeInferenceError(
+                f"prefix product along the symbolic axis {axis} of {x.type!r}: its loop is "
+                f"emitted by chainrule.frontend (import chainrule)")
+        return SYMBOLIC_SCAN[0](x, axis, exclusive)
     d = 1
     while d < n:
         x = concatenate(_part(x, axis, 0, d),
@@ -38,34 +47,3 @@ def prefix_product(x, axis: int, exclusive: bool = False):
     if exclusive:
         x = concatenate(ones_like(_part(x, axis, 0, 1)), _part(x, axis, 0, n - 1), axis=axis)
     return x
-
-
-def _symbolic_prefix_product(x, axis: int, exclusive: bool):
-    """The same scan along an axis of symbolic length n (``polymorphic_shapes``): the
-    log-depth steps in a loop that runs while the shift is less than n (known when the
-    program runs), each a multiply by the array shifted along the axis (ones shifted in),
-    so it stays exact where ``x`` has zeros and differentiates as a loop."""
-    from ..frontend.control import while_loop
-    from .elementwise import greater_equal, less, maximum, subtract, where
-    from .reduction import cumsum, sum
-    from .shape import ones, reshape
-
-    n = x.shape[axis]
-    count = ones(shape=(n,), dtype="i64")
-    positions = subtract(cumsum(count, axis=0), 1)  # 0, 1, ..., n-1
-    length = sum(count)
-    bcast = tuple(n if a == axis else 1 for a in range(len(x.shape)))
-    full = Slice(None, None, None)
-
-    def shifted(v, d):
-        source = subtract(positions, d)
-        taken = index(v, maximum(source, 0), key=(full,) * axis + (ArrayIndex(0),))
-        return where(reshape(greater_equal(source, 0), bcast), taken, ones_like(v))
-
-    def step(carry):
-        v, d = carry
-        return multiply(v, shifted(v, d)), multiply(d, 2)
-
-    one = sum(ones(shape=(1,), dtype="i64"))  # the shift, a value of the program
-    out, _ = while_loop(lambda carry: less(carry[1], length), step, (x, one))
-    return shifted(out, one) if exclusive else out
