@@ -3,9 +3,12 @@ shape op is linear, so its JVP applies the op itself to the tangent."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from .. import ops
+from ..ir import dims
 from .common import linear_self, swap_last, zeros_as
 from .registry import jvp_rule, vjp_rule
 
@@ -59,7 +62,7 @@ def flip_vjp(z, g, x, axis):
 @vjp_rule(ops.concatenate)
 def concatenate_vjp(z, g, *xs, axis):
     """z = concatenate(xs, axis);  dxs = split(g) at the operands' boundaries"""
-    bounds = tuple(np.cumsum([x.shape[axis] for x in xs])[:-1].tolist())
+    bounds = tuple(itertools.accumulate([x.shape[axis] for x in xs[:-1]], dims.add))
     return tuple(ops.split(g, indices_or_sections=bounds, axis=axis))
 
 
