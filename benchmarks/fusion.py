@@ -12,7 +12,10 @@ ratio column against the hand-written NumPy row; compile times (first calls) lis
 separately, with the load average. numba kernels are cached on disk across runs
 (``--cold`` uses an empty cache directory to show a first compile).
 
-    python benchmarks/fusion.py [--quick] [--repeats N] [--only tiny,loop,mlp,hvp]
+``--only order`` compares, as NumPy code, fusing after differentiation with fusing
+before it (the measurement of issue 16's item 1).
+
+    python benchmarks/fusion.py [--quick] [--repeats N] [--only tiny,loop,mlp,hvp,order]
                                 [--cold] [--torch-compile]
 """
 
@@ -300,6 +303,29 @@ def bench_hvp(reps: int, ns) -> None:
            "hand-written NumPy backprop (the gradient)")
 
 
+# -- where fusion goes in the pipeline (NumPy code) ---------------------------------------
+def bench_order(reps: int, ns) -> None:
+    """The gradient program compiled without fusion, with ``fuse`` after differentiation
+    (``gradient, optimize, fuse``) and before it (``fuse, gradient, optimize`` without
+    inlining, which would undo the regions), all as NumPy code."""
+    from chainrule.backend.codegen import compile_module
+    from chainrule.frontend.tracer import trace_function
+    from chainrule.transform import fuse, gradient, optimize
+
+    x, y = np.linspace(-0.5, 0.5, 8), np.linspace(0.1, 0.3, 8)
+    traced = trace_function(tiny_ops.make_loss(cnp, 1400), (x, y), capture=True).module
+    plain = optimize(gradient(traced, "main"))
+    rows = {"hand-written NumPy backprop": lambda: tiny_hand_grad(x, y, 1400)}
+    for name, module in (("unfused", plain), ("fuse after gradient", fuse(plain)),
+                         ("fuse before gradient",
+                          optimize(gradient(fuse(traced), "main"), inline_calls=False))):
+        regions = sum(1 for fn in module.functions.values() if fn.attrs.get("fused"))
+        fn = compile_module(module, "main_adjoint")
+        rows[f"{name} ({regions} regions)"] = lambda fn=fn: fn(x, y)
+    report("1,400 tiny ops, value and gradient as NumPy code: where fuse goes", rows, reps,
+           "hand-written NumPy backprop")
+
+
 def main() -> None:
     p = C.parser(__doc__)
     p.add_argument("--only", default="tiny,loop,mlp,hvp")
@@ -312,7 +338,8 @@ def main() -> None:
     print(C.versions(), f"; numba {'installed' if nb.available() else 'missing'}; "
           f"kernel cache {nb.cache_dir()}")
     os.system("uptime")  # noqa: S605 - the load, as the notes ask with every table
-    benches = {"tiny": bench_tiny, "loop": bench_loop, "mlp": bench_mlp, "hvp": bench_hvp}
+    benches = {"tiny": bench_tiny, "loop": bench_loop, "mlp": bench_mlp, "hvp": bench_hvp,
+               "order": bench_order}
     for name in ns.only.split(","):
         benches[name](reps, ns)
     os.system("uptime")  # noqa: S605
