@@ -102,7 +102,7 @@ _LOAD_LOCK = threading.Lock()
 
 def kernel_file_text(src: RegionSource) -> str:
     """The text of a kernel's cache file: the helpers, ``src`` under numba's decorator."""
-    return (_HEADER + HELPERS + "\n\n" + f'@numba.njit("{src.signature}", cache=True, '
+    return (_HEADER + HELPERS + "\n\n" + f"@numba.njit({src.signature}, cache=True, "
             f'error_model="numpy", nogil=True)\n' + src.text)
 
 
@@ -342,7 +342,7 @@ def _kernels_text(kernels) -> str:
         if not k.plan.direct:
             out.append(k.plan.glue)
         for j, src in enumerate(k.plan.kernels):
-            out.append(f'@numba.njit("{src.signature}", cache=True, error_model="numpy")')
+            out.append(f'@numba.njit({src.signature}, cache=True, error_model="numpy")')
             out.append(src.text.replace("def kernel(", f"def kernel{j}(", 1)
                        if not k.plan.direct else src.text)
     return "\n".join(out)

@@ -118,6 +118,14 @@ SCALAR.update({
     "xlog1py": "xlog1py({0}, {1}, {zero})",
 })
 HELPERS = '''\
+def ro(dtype, ndim):  # an array argument, read-only ones included
+    return numba.types.Array(dtype, ndim, "A", readonly=True)
+
+
+def rw(dtype, ndim):  # an array the kernel writes (the buffers of a region in pieces)
+    return numba.types.Array(dtype, ndim, "A")
+
+
 @numba.njit(cache=True)
 def where(c, a, b):
     return a if c else b
@@ -347,9 +355,11 @@ class _Writer:
             ", ".join(returned) + ("," if len(returned) == 1 else ""))
         lines.append(f"    return {ret if returned else None}")
         sig = [_nb_type(t) for t in params] + [
-            _nb_type(TensorType((1,) * (len(space) + 1), dt)) for _, dt in stash.buffers] + [
+            _nb_type(TensorType((1,) * (len(space) + 1), dt), True)
+            for _, dt in stash.buffers] + [
             _nb_type(TensorType(c.shape, _dtype_name(c.dtype))) for c in constants]
-        return RegionSource(self.name, "\n".join(lines) + "\n", f"({', '.join(sig)},)",
+        return RegionSource(self.name, "\n".join(lines) + "\n",
+                            f"({', '.join(sig)},)" if sig else "()",
                             tuple(constants),
                             tuple(k for k, t in enumerate(params) if not t.shape),
                             tuple(scalar_results), len(params), len(results),
@@ -428,9 +438,11 @@ def _shape_text(shape) -> str:
     return f"({shape[0]},)" if len(shape) == 1 else "(" + ", ".join(map(str, shape)) + ")"
 
 
-def _nb_type(t: TensorType) -> str:
-    base = _NB_NAME[t.dtype]
-    return base if not t.shape else f"{base}[{', '.join(':' * len(t.shape))}]"
+def _nb_type(t: TensorType, writable: bool = False) -> str:
+    """numba's type of an argument: any layout, and read-only unless the kernel writes it
+    (so broadcast views and read-only arrays are accepted, never refused)."""
+    base = f"numba.{_NB_NAME[t.dtype]}"
+    return base if not t.shape else f"{'rw' if writable else 'ro'}({base}, {len(t.shape)})"
 
 
 def index_space(fn: Function) -> tuple:
