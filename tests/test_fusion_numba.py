@@ -264,3 +264,20 @@ def test_without_numba_enabled_tier_two_is_numpy_code(monkeypatch):
     f(np.ones(3))
     assert not nb.enabled()
 
+
+
+@needs_numba
+def test_tier_two_switches_to_kernels_without_blocking():
+    def f(x):
+        return cnp.sum(cnp.exp(cnp.sin(x) * 0.5) - x * x)
+
+    x = np.linspace(0, 1, 13)
+    ref = compile_module(_small_program(), "main")(x)
+    nb.use_numba(True)
+    try:
+        jf = cr.jit(f, eager_compile=False)
+        results = [jf(x) for _ in range(40)]  # tier 2 from the 16th call on
+    finally:
+        nb.use_numba(None)
+    for r in results:
+        assert abs(r - ref) <= 1e-12 * abs(ref) and type(r) is type(ref)

@@ -43,10 +43,12 @@ import os
 import queue
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 
+from ..errors import CodegenError
 from ..ir.nodes import Block, Function, Module, Tuple, Var
 from ..ir.types import TupleType
 from ..transform.dce import reachable_functions
@@ -363,4 +365,11 @@ def compile_program(module: Module, func: str, eager: bool = False) -> CompiledF
     """Tier 2's code: fused with numba kernels when ``enabled()``, else NumPy code."""
     if not enabled():
         return compile_module(module, func)
-    return compile_fused(module, func, block=eager)
+    try:
+        return compile_fused(module, func, block=eager)
+    except CodegenError:
+        raise
+    except Exception as exc:  # a bug of this backend must not cost the program its result
+        warnings.warn(f"chainrule's numba backend failed on {func} ({type(exc).__name__}: "
+                      f"{exc}); running NumPy code", RuntimeWarning, stacklevel=2)
+        return compile_module(module, func)
