@@ -283,3 +283,13 @@ def test_tier_two_switches_to_kernels_without_blocking():
         nb.use_numba(None)
     for r in results:
         assert abs(r - ref) <= 1e-12 * abs(ref) and type(r) is type(ref)
+
+
+@needs_numba
+def test_large_float32_transcendental_regions_stay_numpy():
+    x = np.linspace(0, 1, 100).astype(np.float32)
+    m = cr.trace(lambda x: cnp.tanh(x * 2) + 1, x)
+    fast = nb.compile_fused(m, "main", block=True)
+    (kernel,) = nb.regions(fast)
+    assert kernel.state.startswith("numpy: float32 tanh on 100 elements"), kernel.state
+    np.testing.assert_array_equal(fast(x), compile_module(m, "main")(x))

@@ -61,6 +61,7 @@ from .numba_source import (
     Stash,
     Unfusable,
     index_space,
+    prefers_numpy,
     region_source,
 )
 
@@ -314,6 +315,9 @@ def compile_fused(module: Module, func: str = "main", block: bool = False,
             if name not in used or not is_fused(fn):
                 continue
             try:
+                slower = prefers_numpy(fn)
+                if slower:
+                    raise Unfusable(slower)
                 plan = _Plan(fn, cm.func_names[name])
                 kernels.append(RegionKernel(name, plan, cm.namespace, cm.func_names[name]))
             except Unfusable as exc:
