@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ops
-from ..ir.nodes import Binding, Call, Constant, If, Tuple, TupleGetItem, Var, While
+from ..ir.nodes import Binding, Block, Call, Constant, If, Tuple, TupleGetItem, Var, While
 from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, vars_used
 from ..ops.stack import STACK_EMPTY, STACK_POP, STACK_PUSH
@@ -81,6 +81,27 @@ def row_buffers(node: While) -> dict:
         if k and w is not None and fields[k] is w and reads.get(lv) == 1 and reads.get(w) == 1:
             out[k] = w
     return out
+
+
+# ops that only make a view (no arithmetic, cannot fail): safe to run once before a loop
+# even when the loop runs zero times
+_VIEWS = ("permute_dims", "matrix_transpose")
+
+
+def hoist_views(b, body: Block, inside) -> Block:
+    """``body`` without its views of loop-invariant values (the ``W.T`` of a matmul's
+    backward), which are emitted here, before the loop, once: a transpose per iteration
+    costs a Python call and an array object each time. ``inside``: the loop variables."""
+    inside, kept = set(inside), []
+    for x in body.bindings:
+        v = x.value
+        if (isinstance(v, Call) and getattr(v.callee, "name", None) in _VIEWS
+                and not any(isinstance(a, Var) and a in inside for a in v.args)):
+            b.bindings.append(x)
+        else:
+            kept.append(x)
+            inside.add(x.var)
+    return body if len(kept) == len(body.bindings) else Block(kept, body.result)
 
 
 @dataclass
@@ -279,6 +300,7 @@ def revolve_backward(sweep: Sweep, binding: Binding, msg) -> None:
     j1 = b.call(ops.subtract, [j, _i64(1)], None, f"{name}_j")
     ct_next = new_ct[0] if n == 1 else Tuple(new_ct)
     body_block = b.end_block(Tuple([j1, idx2, vals2, depth2, ct_next, *new_accs]))
+    body_block = hoist_views(b, body_block, [j, idx, vals, depth, ct, *accs])
     start = _mark(b, b.call(ops.subtract, [tape.trips, _i64(1)], None, f"{name}_last"),
                   tape.trips, tape.snapshots, f"{name}_last")
     loop = b.emit(While([j, idx, vals, depth, ct, *accs],
