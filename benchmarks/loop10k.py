@@ -133,13 +133,6 @@ def peer_rows(w, x, v, steps: int, rows: dict, ref) -> None:
         rows["autograd"] = ("grad", lambda: agrad(w, x))
 
 
-def _uptime() -> str:
-    import os
-
-    one, five, fifteen = os.getloadavg()
-    return f"uptime: load average {one:.2f} {five:.2f} {fifteen:.2f} (1, 5, 15 min)"
-
-
 def _derivatives(steps: int, budget, w, v, tanh=cnp.tanh) -> dict:
     """grad, hvp and grad of grad (with respect to x) of the loop, compiled at once."""
     lx = _loss_of_x(steps, budget, w, tanh)
@@ -185,7 +178,7 @@ def budget_table(w, x, v, steps: int, reps: int) -> None:
             peak = C.peak_tracemalloc(lambda fn=fn: fn(x))
             out.append([label, what, lo * 1e3, med * 1e3, f"{peak / 2**20:.2f}", theory,
                         count_runs(counted[what], x)])
-    C.table(f"{steps}-step loop under a budget: time, peak memory, steps run ({_uptime()})",
+    C.table(f"{steps}-step loop under a budget: time, peak memory, steps run ({C.uptime()})",
             ["", "what", "min ms", "median ms", "peak MiB", "revolve: T(n,c)+n+1",
              "measured steps"], out,
             "store all runs n steps (the forward; the backward reads stored residuals); "
@@ -202,7 +195,7 @@ def main() -> None:
     reps = C.repeats(ns, 5, 2)
     steps = ns.steps
     print(f"{steps}-step loop x = x - 0.01 * tanh(x @ W), x: {BATCH}x{WIDTH}, float64; "
-          f"{reps} repeats; {C.versions()}; {_uptime()}")
+          f"{reps} repeats; {C.versions()}; {C.uptime()}")
     rng = np.random.default_rng(0)
     w = rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)
     x = rng.standard_normal((BATCH, WIDTH))
@@ -219,7 +212,7 @@ def main() -> None:
         peak = C.peak_tracemalloc(fn) if not name.startswith(("JAX", "PyTorch")) else None
         out.append([name, kind, lo * 1e3, med * 1e3, lo / base,
                     "" if peak is None else f"{peak / 2**20:.1f}"])
-    C.table(f"time and peak memory ({_uptime()})", ["", "what", "min ms", "median ms",
+    C.table(f"time and peak memory ({C.uptime()})", ["", "what", "min ms", "median ms",
                                                      "min/hand", "peak MiB"], out)
     budget_table(w, x, v, ns.budget_steps, reps)
 
