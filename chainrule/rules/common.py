@@ -12,6 +12,16 @@ from ..ir.types import DType
 from .registry import NoDerivative, jvp_rule, vjp_rule
 
 
+def zeros_as(x):
+    """Zeros of ``x``'s shape and dtype, made from its type alone when the shape is
+    static: a JVP map that needs a zero base (a scatter's) then does not keep the
+    value ``x`` alive, or computed, only for its shape."""
+    shape = tuple(x.shape)
+    if all(type(d) is int for d in shape):
+        return ops.zeros(shape=shape, dtype=x.dtype)
+    return ops.zeros_like(x)
+
+
 def keepdims_shape(shape, axis) -> tuple:
     axes = range(len(shape)) if axis is None else axis
     return tuple(1 if i in axes else d for i, d in enumerate(shape))
