@@ -282,12 +282,16 @@ def _carry_type(out, t: TensorType, weak_init: bool, name: str) -> TensorType:
 
 # -- the combinators ------------------------------------------------------------------
 def _active_trace(*trees) -> Trace | None:
-    best = None
+    """The trace to emit into: the innermost of the operands' and the current one. The
+    body may close over values of the current trace that no operand shows (grad of grad
+    with respect to a weight the body reads, while the carry is a value an outer trace
+    captured): emitting into an outer trace would let them escape."""
+    best = current_trace()
     for tree in trees:
         for leaf in flatten(tree)[0]:
             if isinstance(leaf, Traced) and (best is None or leaf.tracer.level > best.level):
                 best = leaf.tracer
-    return best or current_trace()
+    return best
 
 
 def cond(pred, true_fun, false_fun, *operands):
