@@ -18,6 +18,7 @@ from ..checks import check_callable
 from ..errors import InvalidValueError, TraceError
 from ..ir.nodes import Function, GlobalVar
 from ..tree import flatten, unflatten
+from .control import recording_trace
 from .tracer import Traced, trace_function
 
 
@@ -31,7 +32,7 @@ def checkpoint(f):
         traced = [x for x in leaves if isinstance(x, Traced)]
         if not traced:
             return f(*args)
-        tr = max((x.tracer for x in traced), key=lambda t: t.level)
+        tr = recording_trace(leaves)  # innermost: the arguments may all be outer values
         base = getattr(f, "__name__", "f")
         base = base if base.isidentifier() and base != "<lambda>" else "block"
         name, k = f"{base}_checkpoint", 0

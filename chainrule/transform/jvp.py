@@ -124,6 +124,7 @@ class _ForwardSweep:
         self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
         self.tangents: dict[Var, object] = {}  # absent: a symbolic zero (see Adjoints)
+        self.closures: dict = {}  # a closure defined here -> its duals (jvp_closures.py)
         self.zero_result = False
         missing = sorted({b.value.callee.name for b in _all_bindings(fn.body)
                           if isinstance(b.value, Call) and isinstance(b.value.callee, Op)
