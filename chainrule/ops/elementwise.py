@@ -81,6 +81,9 @@ def _float_kernel(fn):
                 return fn(*xs)
         return fn(*[x.astype(np.float64) for x in xs])
 
+    # the kernel when an operand is a float: what a caller that knows the operands'
+    # dtypes in advance (the tape, per recorded signature) calls without this wrapper
+    kernel.on_floats = fn
     return kernel
 
 

@@ -88,12 +88,19 @@ class Signature:
     has none). A structure key compares signatures by identity: same object, same op,
     attributes, operand shapes and dtypes."""
 
-    __slots__ = ("op", "attrs", "scalar_dtypes")
+    __slots__ = ("op", "attrs", "scalar_dtypes", "kernel")
 
-    def __init__(self, op, attrs, scalar_dtypes):
+    def __init__(self, op, attrs, scalar_dtypes, arrays):
         self.op = op
         self.attrs = attrs
         self.scalar_dtypes = scalar_dtypes
+        kernel = op.kernel
+        # a kernel that casts integer operands to float first is its ufunc itself when
+        # an operand is a float already (ops/elementwise.py): one Python call less
+        direct = getattr(kernel, "on_floats", None)
+        if direct is not None and any(a.dtype.kind in "fc" for a in arrays):
+            kernel = direct
+        self.kernel = kernel
 
     def operands(self, values) -> list:
         """The arrays the kernel (and a VJP rule) takes for these operand values."""
@@ -303,7 +310,7 @@ class Tensor(ArrayMethods):
         else:
             if sig.scalar_dtypes is not None:
                 values = sig.operands(values)
-            out = op.kernel(*values, **sig.attrs)
+            out = sig.kernel(*values, **sig.attrs)
         if not (record and MODE.grad_enabled):
             if type(out) is tuple:
                 return tuple([Tensor(o) for o in out])
@@ -361,7 +368,7 @@ def _first_of_signature(op, values, attrs, key) -> tuple:
                               for v, arr in zip(values, arrays))
     if len(_SIGNATURES) >= _SIGNATURES_LIMIT:
         _SIGNATURES.clear()
-    sig = _SIGNATURES[key] = Signature(op, norm, scalar_dtypes)
+    sig = _SIGNATURES[key] = Signature(op, norm, scalar_dtypes, arrays)
     return out, sig
 
 
