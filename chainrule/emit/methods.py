@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import ConcretizationError, MissingMethodError, TraceError
+from ..ir.op import HANDLERS
 
 # NumPy ufunc -> chainrule.numpy function (the bitwise ufuncs on bools are the logical
 # ones: what `np.bool_(True) | x` calls; on integers the logical ops refuse them)
@@ -311,8 +312,16 @@ def array_method(name: str, fn: Callable | None = None):
 
 
 def _op_method(op):
-    def method(self, *args, **kwargs):
-        return op(self, *args, **kwargs)
+    if op.nargs == 1:
+        def method(self, *args, **kwargs):
+            if args or type(self) not in HANDLERS:  # positional attributes: op() names them
+                return op(self, *args, **kwargs)
+            # the only operand takes over, as op() would decide: one call less on the
+            # tape's record path (x.sum())
+            return self._cr_apply(op, (self,), kwargs)
+    else:
+        def method(self, *args, **kwargs):
+            return op(self, *args, **kwargs)
 
     method.__name__ = op.name
     method.__doc__ = op.doc or f"The ``{op.name}`` op applied to this array."

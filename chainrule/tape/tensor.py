@@ -308,8 +308,11 @@ class Tensor(ArrayMethods):
         if sig is None:
             out, sig = _first_of_signature(op, values, attrs, key)
         else:
-            if sig.scalar_dtypes is not None:
-                values = sig.operands(values)
+            dtypes = sig.scalar_dtypes
+            if dtypes is not None:  # a loop, not sig.operands(): no frame on the hot path
+                for i, d in enumerate(dtypes):
+                    if d is not None:
+                        values[i] = np.asarray(values[i], d)
             out = sig.kernel(*values, **sig.attrs)
         if not (record and MODE.grad_enabled):
             if type(out) is tuple:
