@@ -313,7 +313,7 @@ class Tensor(ArrayMethods):
                 for i, d in enumerate(dtypes):
                     if d is not None:
                         values[i] = np.asarray(values[i], d)
-            out = sig.kernel(*values, **sig.attrs)
+            out = sig.kernel(*values, **sig.attrs) if sig.attrs else sig.kernel(*values)
         if not (record and MODE.grad_enabled):
             if type(out) is tuple:
                 return tuple([Tensor(o) for o in out])
