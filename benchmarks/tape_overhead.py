@@ -20,6 +20,7 @@ code once) and 3 (the cached compiled pullback).
 from __future__ import annotations
 
 import gc  # noqa: E402
+import os  # noqa: E402
 import time  # noqa: E402
 
 import _common as C  # noqa: I001  (first: pins thread pools before NumPy loads)
@@ -130,7 +131,7 @@ def main():
     p.add_argument("--ops", type=int, default=1000, help="ops in the elementwise chain")
     ns = p.parse_args()
     reps = C.repeats(ns, full=15, quick=3)
-    print(C.versions())
+    print(C.versions(), f"; load average {os.getloadavg()[0]:.2f}")
     for name, (f, params, consts) in workloads(ns.ops).items():
         run_tape(f, params, consts)
         n = tape_graph.STATS["last_nodes"]
@@ -153,7 +154,8 @@ def main():
                         sum(its[0]) / n * 1e6, None, sum(its[0]) / base, None])
         C.table(f"{name}: forward + backward, {n} recorded ops, us per op", [
             "system", "min us/op", "median us/op", "min x numpy", "median x torch"], rows)
-        C.table(f"{name}: chainrule forward and backward by iteration", [
+        C.table(f"{name}: chainrule forward and backward by iteration (load average "
+                f"{os.getloadavg()[0]:.2f})", [
             "iteration", "forward us/op", "backward us/op", "backward x 1st"],
             [[label, fw / n * 1e6, bw / n * 1e6, bw / its[0][1]]
              for label, (fw, bw) in zip(ITERATIONS, its)])

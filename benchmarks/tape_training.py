@@ -22,6 +22,7 @@ from __future__ import annotations
 import _common as C  # first: pins thread pools before NumPy loads
 
 import gc
+import os
 import time
 from functools import partial
 
@@ -146,7 +147,7 @@ def main() -> None:
     p = C.parser(__doc__)
     ns = p.parse_args()
     reps = C.repeats(ns, full=15, quick=3)
-    print(C.versions())
+    print(C.versions(), f"; load average {os.getloadavg()[0]:.2f}")
     for label, sizes, batch in (("small", (32, 64, 64, 10), 16),
                                 ("mnist", (784, 256, 256, 10), 32)):
         params, X, Y = init(sizes, batch)
@@ -185,8 +186,8 @@ def main() -> None:
             steps.append([what, fw[0] * 1e6, bw[0] * 1e6, bw[len(bw) // 2] * 1e6,
                           (fw[0] + bw[0]) / base[0]])
         C.table(f"{label}: the tape's first steps of a new structure (min/median of "
-                f"{len(firsts)})", ["step", "forward us", "backward+update us",
-                                    "median", "step x numpy"], steps)
+                f"{len(firsts)}; load average {os.getloadavg()[0]:.2f})",
+                ["step", "forward us", "backward+update us", "median", "step x numpy"], steps)
 
 
 if __name__ == "__main__":

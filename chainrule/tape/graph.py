@@ -259,7 +259,7 @@ class StructureKey:
 
 def _aval_key(x):
     shape, dtype = _aval_of(x)
-    return (tuple(shape), str(dtype))
+    return (tuple(shape), dtype)  # the dtype object: str(dtype) is a slow Python call
 
 
 def record_module(t: Tensor) -> Module:
