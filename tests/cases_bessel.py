@@ -9,7 +9,7 @@ arguments only)."""
 import numpy as np
 import scipy.linalg as sl
 import scipy.special as sp
-from namespace_cases import I, P, U, case
+from namespace_cases import I, U, case
 
 import chainrule.numpy as cnp
 import chainrule.scipy.linalg as csl
