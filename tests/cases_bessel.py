@@ -100,7 +100,7 @@ CASES = [
          (np.array(3), np.array(2.5)), grad=False, note="n"),
     _with_orders("yn", _INT_ORDERS, _in(0.2, 10)),
     case("scipy.special.yn", lambda n, x: csp.yn(n, x), sp.yn, (_ORDERS, _in(0.2, 10)(4)),
-         (np.array(3.0), np.array(2.5)), grad=False, note="n"),
+         (np.array(3), np.array(2.5)), grad=False, note="n"),
     # inverse, reciprocal and sign of the erfc and gamma functions
     _unary("erfcinv", _in(0.05, 1.95), extra=(np.array([0.0, 2.0, 1.0, 1e-300]),)),
     _unary("rgamma", _in(-4, 4), extra=(np.array([0.0, -1.0, -2.0, 171.7, -180.5]), I(4))),

@@ -93,9 +93,10 @@ def _special(name: str, nargs: int = 1, function: str | None = None, kernel=None
     ops) take longer op names. On PyTorch tensors the torch.special function of
     ``_TORCH_SPECIAL`` computes it (the array API has no special functions). A
     ``holomorphic`` function also takes complex operands (SciPy's complex loop)."""
-    torch_name = _TORCH_SPECIAL.get(name)
-    kernels = {"torch": _torch_kernel(torch_name)} if torch_name else {}
     kernel = kernel or _scipy_kernel(function or name, holomorphic)
+    torch_name = _TORCH_SPECIAL.get(name)
+    kernels = {"torch": _torch_kernel(torch_name, kernel if holomorphic else None)} if (
+        torch_name) else {}
     return define(name, _float_type(name, holomorphic), kernel, nargs,
                   namespace=(f"scipy.special.{namespace or name}",), doc=doc,
                   kernels=kernels, **_FACTS)
@@ -109,14 +110,19 @@ _TORCH_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "erfcx": "er
                   "xlogy": "xlogy", "xlog1py": "xlog1py"}
 
 
-def _torch_kernel(function: str):
-    """torch.special.<function> on the operands cast to the result dtype, as SciPy's."""
+def _torch_kernel(function: str, complex_kernel=None):
+    """torch.special.<function> on the operands cast to the result dtype, as SciPy's;
+    complex operands (which torch.special refuses) go to ``complex_kernel`` (SciPy's,
+    through NumPy arrays on the CPU)."""
 
     def kernel(ctx, *xs):
         import torch
 
         xp = ctx.xp
         dtype = torch.promote_types(xs[0].dtype, xs[-1].dtype) if len(xs) > 1 else xs[0].dtype
+        if complex_kernel is not None and dtype.is_complex:
+            out = complex_kernel(*[x.detach().cpu().numpy() for x in xs])
+            return torch.as_tensor(out, device=xs[0].device)
         if not dtype.is_floating_point:
             dtype = torch.float64
         return getattr(torch.special, function)(*[xp.astype(x, dtype) for x in xs])

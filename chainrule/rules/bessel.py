@@ -7,6 +7,8 @@ it differentiates again to any order.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import ops
 from .common import partials_rules
 from .registry import NoDerivative
@@ -16,10 +18,11 @@ _NO_DN = ("the derivative of a Bessel function with respect to its order n is no
 
 partials_rules(ops.bessel_j0, lambda z, x: (-ops.bessel_j1(x),), "z = J0(x);  f'(x) = -J1(x)")
 partials_rules(ops.bessel_y0, lambda z, x: (-ops.bessel_y1(x),), "z = Y0(x);  f'(x) = -Y1(x)")
-partials_rules(ops.bessel_j1, lambda z, x: ((ops.bessel_j0(x) - ops.bessel_jn(2, x)) * 0.5,),
+_TWO = np.int64(2)  # an integer order (yn refuses a float one)
+partials_rules(ops.bessel_j1, lambda z, x: ((ops.bessel_j0(x) - ops.bessel_jn(_TWO, x)) * 0.5,),
                "z = J1(x);  f'(x) = (J0(x) - J2(x)) / 2  (finite at x = 0, unlike "
                "J0 - J1 / x)")
-partials_rules(ops.bessel_y1, lambda z, x: ((ops.bessel_y0(x) - ops.bessel_yn(2, x)) * 0.5,),
+partials_rules(ops.bessel_y1, lambda z, x: ((ops.bessel_y0(x) - ops.bessel_yn(_TWO, x)) * 0.5,),
                "z = Y1(x);  f'(x) = (Y0(x) - Y2(x)) / 2")
 partials_rules(ops.bessel_jn,
                lambda z, n, x: (NoDerivative(_NO_DN),
