@@ -61,7 +61,10 @@ def _sqrtm_type(types, attrs):
 
 def _sqrtm(a):
     dtype = np.result_type(compute_dtype(a), np.complex64)
-    (a,) = cast(a, dtype=dtype)  # complex in: SciPy's complex Schur form, complex out
+    # a real matrix stays real for SciPy (its real Schur form, several times faster than
+    # the complex one; SciPy returns a complex root where there is no real one); the
+    # result is cast to the complex dtype
+    (a,) = cast(a, dtype=compute_dtype(a))
     if a.shape[-1] == 0:
         return np.zeros(a.shape, dtype)
     return _per_matrix(lambda m: scipy_linalg().sqrtm(m), a.shape, dtype, a)
@@ -86,6 +89,25 @@ def _sylvester_type(types, attrs):
     return TensorType(batch_of("solve_sylvester", a, b, q) + (m, n), dtype)
 
 
+def _sylvester_one(a, b, q):
+    """SciPy's solve_sylvester (Bartels-Stewart: the Schur forms of a and b^H, then
+    LAPACK trsyl), with one Schur form when b equals a (a X + X a = q, as sqrtm's
+    derivatives solve): a = U R U^H, R Y + Y R = U^H q U, X = U Y U^H."""
+    linalg = scipy_linalg()
+    if a.dtype.kind == "c" and not (a.imag.any() or b.imag.any() or q.imag.any()):
+        # a real equation in complex arrays (the derivatives of sqrtm of a matrix with a
+        # real root): the real Schur forms, several times faster than the complex ones
+        return _sylvester_one(a.real, b.real, q.real)
+    if b is not a and not np.array_equal(a, b):
+        return linalg.solve_sylvester(a, b, q)
+    r, u = linalg.schur(a, output="real")
+    (trsyl,) = linalg.get_lapack_funcs(("trsyl",), (r, r, q))
+    y, scale, info = trsyl(r, r, u.conj().T @ q @ u)
+    if info < 0:
+        raise LinAlgError(f"solve_sylvester: illegal value in argument {-info} of trsyl")
+    return u @ (scale * y) @ u.conj().T
+
+
 def _solve_sylvester(a, b, q):
     dtype = compute_dtype(a, b, q)
     a, b, q = cast(a, b, q, dtype=dtype)
@@ -93,7 +115,7 @@ def _solve_sylvester(a, b, q):
     shape = batch + q.shape[-2:]
     if 0 in q.shape[-2:]:
         return np.zeros(shape, dtype)
-    return _per_matrix(scipy_linalg().solve_sylvester, shape, dtype, a, b, q)
+    return _per_matrix(_sylvester_one, shape, dtype, a, b, q)
 
 
 solve_sylvester = define(
