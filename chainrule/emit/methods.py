@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import ops
-from ..errors import ConcretizationError, MissingMethodError, TraceError
+from ..errors import ConcretizationError, ImmutableValueError, MissingMethodError, TraceError
 
 # NumPy ufunc -> chainrule.numpy function (the bitwise ufuncs on bools are the logical
 # ones: what `np.bool_(True) | x` calls; on integers the logical ops refuse them)
@@ -200,7 +200,7 @@ class ArrayMethods:
         return ops.getitem(self, key)
 
     def __setitem__(self, key, value):
-        raise TraceError("chainrule values are immutable: instead of x[idx] = y, write "
+        raise ImmutableValueError("chainrule values are immutable: instead of x[idx] = y, write "
                          "x = x.at[idx].set(y) (JAX's functional update)")
 
     @property
