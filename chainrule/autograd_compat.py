@@ -48,8 +48,17 @@ from collections import OrderedDict
 import numpy as np
 
 from . import numpy as cnp
-from ._autograd_misc import adam, check_grads, flatten_func, make_ggnvp, rmsprop, sgd
+from ._autograd_misc import (
+    adam,
+    check_grads,
+    fixed_point,
+    flatten_func,
+    make_ggnvp,
+    rmsprop,
+    sgd,
+)
 from ._autograd_primitive import Primitive, _replace, defjvp, defvjp, primitive  # noqa: F401
+from ._autograd_vspace import VSpace, vspace
 from .api import grad as _grad
 from .api import jit as _jit
 from .api import value_and_grad as _value_and_grad
@@ -406,9 +415,9 @@ def flatten(value):
 
 __all__ = [
     "adam", "check_grads", "checkpoint", "const_graph", "defjvp", "defvjp", "deriv",
-    "elementwise_grad", "flatten", "flatten_func", "grad", "grad_and_aux", "grad_named",
-    "hessian", "hessian_tensor_product", "hessian_vector_product", "holomorphic_grad",
-    "jacobian", "make_ggnvp", "make_hvp", "make_jvp", "make_vjp", "multigrad_dict",
-    "primitive", "rmsprop", "sgd", "tensor_jacobian_product", "unary_to_nary",
-    "value_and_grad", "vector_jacobian_product",
+    "elementwise_grad", "fixed_point", "flatten", "flatten_func", "grad", "grad_and_aux",
+    "grad_named", "hessian", "hessian_tensor_product", "hessian_vector_product",
+    "holomorphic_grad", "jacobian", "make_ggnvp", "make_hvp", "make_jvp", "make_vjp",
+    "multigrad_dict", "primitive", "rmsprop", "sgd", "tensor_jacobian_product",
+    "unary_to_nary", "value_and_grad", "vector_jacobian_product", "VSpace", "vspace",
 ]
