@@ -164,6 +164,18 @@ def fixed_point(f, a, x0, distance, tol):
     return solve(lambda x, a: f(a)(x), x0, a)
 
 
+def quick_grad_check(fun, arg0, extra_args=(), kwargs=None, verbose=True, eps=1e-4,
+                     rtol=1e-4, atol=1e-6, rs=None) -> None:
+    """autograd's deprecated ``quick_grad_check``: reverse mode of ``fun(arg0,
+    *extra_args, **kwargs)`` in ``arg0`` against finite differences (``check_grads``)."""
+    import warnings
+
+    warnings.warn("quick_grad_check is deprecated (as in autograd): use check_grads",
+                  DeprecationWarning, stacklevel=2)
+    kwargs = kwargs or {}
+    check_grads(lambda x: fun(x, *extra_args, **kwargs), modes=["rev"], order=1)(arg0)
+
+
 def flatten_func(func, example):
     """``(flat_func, unflatten, flat_example)`` as ``autograd.misc.flatten.flatten_func``:
     ``flat_func(vector, *args)`` applies ``func`` to the structure ``unflatten(vector)``
@@ -210,4 +222,5 @@ def make_ggnvp(f, g=None, f_argnum=0):
     return maker
 
 
-__all__ = ["adam", "check_grads", "fixed_point", "flatten_func", "make_ggnvp", "rmsprop", "sgd"]
+__all__ = ["adam", "check_grads", "fixed_point", "flatten_func", "make_ggnvp", "quick_grad_check",
+           "rmsprop", "sgd"]

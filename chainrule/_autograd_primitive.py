@@ -112,6 +112,30 @@ class Primitive:
             self.calls.append(_CallShape(len(args), operands, static, dict(kwargs)))
         return self.op(*[args[i] for i in operands], call=k)
 
+    # -- autograd's deprecated methods (old programs still call them; they warn as in
+    # autograd, whose update guide says to use defvjp(f, ...) instead) ----------------
+    def defgrad(self, gradfun, argnum: int = 0) -> None:
+        """``f.defgrad(maker, argnum)``: ``defvjp(f, maker, argnums=(argnum,))``."""
+        _deprecated("defgrad")
+        defvjp(self, gradfun, argnums=(argnum,))
+
+    def defvjp(self, vjpfun, argnum: int = 0) -> None:
+        """``f.defvjp(vjp, argnum)`` with ``vjp(g, ans, vs, gvs, *args)``."""
+        from ._autograd_vspace import vspace
+
+        _deprecated("defvjp")
+        check_callable(vjpfun, "defvjp")
+
+        def maker(ans, *args, **kwargs):
+            return lambda g: vjpfun(g, ans, vspace(args[argnum]), vspace(g), *args, **kwargs)
+
+        defvjp(self, maker, argnums=(argnum,))
+
+    def defvjp_is_zero(self, argnums=(0,)) -> None:
+        """``f.defvjp_is_zero(argnums)``: zero VJPs for those arguments."""
+        _deprecated("defvjp_is_zero")
+        defvjp(self, *[None] * len(tuple(argnums)), argnums=tuple(argnums))
+
     # -- the op ----------------------------------------------------------------------
     def _call_shape(self, attrs) -> _CallShape:
         k = attrs.get("call")
@@ -234,6 +258,12 @@ class Primitive:
 
 
 _UNDEFINED = object()
+
+
+def _deprecated(method: str) -> None:
+    warnings.warn(f"The {method} method is deprecated (as in autograd): use "
+                  f"defvjp(f, maker, ...) from chainrule.autograd_compat", DeprecationWarning,
+                  stacklevel=3)
 
 
 def _result_type(out, name: str):

@@ -85,14 +85,15 @@ class VSpace:
         return self._filled(lambda s, d: np.zeros(s, d))
 
     def ones(self):
-        return self._filled(lambda s, d: np.ones(s, d))
+        """Ones (1 + 1j for a complex entry: the sum of the standard basis)."""
+        return self._filled(lambda s, d: np.full(s, 1 + 1j if d.kind == "c" else 1, d))
 
     def randn(self):
         """Standard normal entries (real and imaginary parts each), from NumPy's global
         generator as autograd draws them."""
         def draw(s, d):
-            x = np.random.randn(*s)
-            return (x + 1j * np.random.randn(*s) if d.kind == "c" else x).astype(d)
+            x = np.asarray(np.random.randn(*s))
+            return np.asarray(x + 1j * np.random.randn(*s) if d.kind == "c" else x, d)
 
         return self._filled(draw)
 

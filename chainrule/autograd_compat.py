@@ -54,6 +54,7 @@ from ._autograd_misc import (
     fixed_point,
     flatten_func,
     make_ggnvp,
+    quick_grad_check,
     rmsprop,
     sgd,
 )
@@ -418,6 +419,6 @@ __all__ = [
     "elementwise_grad", "fixed_point", "flatten", "flatten_func", "grad", "grad_and_aux",
     "grad_named", "hessian", "hessian_tensor_product", "hessian_vector_product",
     "holomorphic_grad", "jacobian", "make_ggnvp", "make_hvp", "make_jvp", "make_vjp",
-    "multigrad_dict", "primitive", "rmsprop", "sgd", "tensor_jacobian_product",
+    "multigrad_dict", "primitive", "quick_grad_check", "rmsprop", "sgd", "tensor_jacobian_product",
     "unary_to_nary", "value_and_grad", "vector_jacobian_product", "VSpace", "vspace",
 ]
