@@ -43,10 +43,12 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import sys as _sys
 from collections import OrderedDict
 
 import numpy as np
 
+from . import _autograd_builtins
 from . import numpy as cnp
 from ._autograd_misc import (
     adam,
@@ -75,6 +77,11 @@ from .frontend.checkpoint import checkpoint
 from .ir.op import is_dispatched
 from .tree import flatten as _tree_flatten
 from .tree import unflatten as _tree_unflatten
+
+# ``from autograd.builtins import isinstance`` -> ``from chainrule.autograd_compat.builtins
+# import isinstance`` (a module of its own: its names shadow Python's builtins)
+builtins = _autograd_builtins
+_sys.modules[__name__ + ".builtins"] = _autograd_builtins
 
 # -- differential operators -----------------------------------------------------------
 

@@ -25,7 +25,7 @@ LAYERS = [
     {"tape"},
     {"custom", "custom_closure", "api", "api_forward", "api_jacobian", "api_vmap", "random",
      "testing", "solvers", "autograd_compat", "_autograd_misc", "_autograd_primitive",
-     "_autograd_vspace",
+     "_autograd_vspace", "_autograd_builtins",
      "api_jacobian_program"},
     {"__init__", "__main__", "demo"},
 ]

@@ -38,7 +38,7 @@ IMPORTS = [
     (r"autograd\.numpy", "chainrule.numpy"),
     (r"autograd\.scipy", "chainrule.scipy"),
     (r"from autograd\.test_util import", "from cr_autograd_test_util import"),
-    (r"from autograd\.builtins import", "from cr_autograd_builtins import"),
+    (r"from autograd\.builtins import", "from chainrule.autograd_compat.builtins import"),
     (r"from autograd\.tracer import isbox", "from chainrule.ir.op import is_dispatched as isbox"),
     (r"from autograd\.(?:extend|tracer|core|wrap_util|util|differential_operators|"
      r"misc(?:\.optimizers|\.flatten|\.fixed_points|\.tracers)?) import",
@@ -50,7 +50,7 @@ IMPORTS = [
 # (autograd's top level re-exports autograd.builtins' tuple, list, dict, isinstance)
 TOP_LEVEL = '''"""autograd's top-level names on chainrule (for the migration measurement)."""
 from chainrule.autograd_compat import *  # noqa
-from cr_autograd_builtins import tuple, list, dict, isinstance  # noqa
+from chainrule.autograd_compat.builtins import tuple, list, dict, isinstance  # noqa
 '''
 
 # A name a converted module imports from the compat layer but chainrule does not have
@@ -121,13 +121,6 @@ def combo_check(fun, *args, **kwargs):
     return run
 '''
 
-# autograd.builtins' containers exist for its boxes; chainrule traces Python's own
-BUILTINS = '''"""autograd.builtins: Python's own containers (chainrule traces them as they are)."""
-import builtins as _b
-tuple, list, dict, isinstance, type = _b.tuple, _b.list, _b.dict, _b.isinstance, _b.type
-SequenceBox = DictBox = ()
-'''
-
 STUB = '''raise ImportError("autograd itself is not used by the migration measurement: this "
                   "import has no chainrule equivalent in tools/migrate_autograd.py")
 '''
@@ -167,7 +160,6 @@ def convert(src: str, dst: str, source_root: str) -> None:
 def write_shims(shim: str) -> None:
     os.makedirs(os.path.join(shim, "autograd"), exist_ok=True)
     for name, text in (("cr_autograd_test_util.py", TEST_UTIL),
-                       ("cr_autograd_builtins.py", BUILTINS),
                        ("cr_autograd.py", TOP_LEVEL), ("cr_autograd_lazy.py", LAZY),
                        (os.path.join("autograd", "__init__.py"), STUB)):
         with open(os.path.join(shim, name), "w") as fh:
