@@ -185,3 +185,20 @@ def test_tensor_convolve_matches_scipy_along_one_axis_pair():
     for mode in ("full", "valid", "same"):
         got = convolve(a, b, axes=([1], [0]), mode=mode)[1, 2]
         onp.testing.assert_allclose(got, scipy.signal.convolve(a[1], b[:, 2], mode))
+
+
+def test_real_if_close():
+    from chainrule import tape
+    from chainrule.errors import ConcretizationError
+
+    almost = onp.array([1 + 1e-20j, 2 + 0j])
+    onp.testing.assert_array_equal(cnp.real_if_close(almost), [1.0, 2.0])
+    onp.testing.assert_array_equal(cnp.real_if_close(onp.array([1 + 1j])), [1 + 1j])
+    t = tape.tensor(almost, requires_grad=True)
+    assert cnp.real_if_close(t).dtype == onp.float64
+    with pytest.raises(ConcretizationError):
+        import chainrule as cr
+
+        cr.jit(lambda z: cnp.real_if_close(z * 1j))(onp.ones(2) + 0j)
+    check_grads(lambda x: cnp.real_if_close(x) ** 2, (onp.array([0.5, 1.5]),), order=2,
+                modes=("fwd", "rev"))
