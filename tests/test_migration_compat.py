@@ -202,3 +202,21 @@ def test_real_if_close():
         cr.jit(lambda z: cnp.real_if_close(z * 1j))(onp.ones(2) + 0j)
     check_grads(lambda x: cnp.real_if_close(x) ** 2, (onp.array([0.5, 1.5]),), order=2,
                 modes=("fwd", "rev"))
+
+
+def test_cast_to_int_picks_indices_like_autograd():
+    """np.int64 of a value being differentiated (autograd's test_cast_to_int): the cast
+    has a zero derivative; the function runs on the tape and the gather differentiates."""
+    rng = onp.random.default_rng(2)
+    w = rng.standard_normal((5, 4))
+    w[:, -1] = [0, 2, 1, 1, 0]
+
+    def fun(w):
+        rows = onp.int64(w[:, -1])
+        assert rows.dtype == onp.int64
+        return cnp.sum(w[:, :-1][rows] ** 2)
+
+    want = onp.zeros_like(w)
+    onp.add.at(want, (onp.int64(w[:, -1]),), 2 * w[onp.int64(w[:, -1]), :])
+    want[:, -1] = 0.0
+    onp.testing.assert_allclose(ac.grad(fun)(w), want)
