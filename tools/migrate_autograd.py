@@ -50,7 +50,10 @@ IMPORTS = [
 # (autograd's top level re-exports autograd.builtins' tuple, list, dict, isinstance)
 TOP_LEVEL = '''"""autograd's top-level names on chainrule (for the migration measurement)."""
 from chainrule.autograd_compat import *  # noqa
-from chainrule.autograd_compat.builtins import tuple, list, dict, isinstance  # noqa
+from cr_autograd_lazy import name_or_missing
+tuple, list, dict = (name_or_missing("chainrule.autograd_compat.builtins", n)
+                     for n in ("tuple", "list", "dict"))
+isinstance = name_or_missing("chainrule.autograd_compat.builtins", "isinstance")
 '''
 
 # A name a converted module imports from the compat layer but chainrule does not have
@@ -73,11 +76,12 @@ class Missing:
 def name_or_missing(module, name):
     try:
         return getattr(importlib.import_module(module), name)
-    except AttributeError:
+    except (AttributeError, ImportError):
         return Missing(module, name)
 '''
 
-LAZY_IMPORT = re.compile(r"^([ \t]*)from (chainrule\.autograd_compat|cr_autograd) import "
+LAZY_IMPORT = re.compile(r"^([ \t]*)from (chainrule\.autograd_compat(?:\.builtins)?|cr_autograd) "
+                         r"import "
                          r"(\([^)]*\)|[^\n]*)", re.M)
 
 
