@@ -179,9 +179,10 @@ class Tensor(ArrayMethods):
         return int(self.value())
 
     def __array__(self, dtype=None, copy=None):
-        # a cast to integers or bools (np.int64(t), as autograd programs pick indices) has
-        # a zero derivative: nothing is cut, as autograd's unboxing int dtypes
-        integral = dtype is not None and np.dtype(dtype).kind in "biu"
+        # integers and bools (an index array, np.int64(t) as autograd programs pick
+        # indices) have a zero derivative: nothing is cut, as autograd unboxes int dtypes
+        integral = (np.dtype(self.dtype).kind in "biu"
+                    or dtype is not None and np.dtype(dtype).kind in "biu")
         if self.requires_grad and MODE.grad_enabled and not integral:
             # a silent conversion would cut the graph and give wrong gradients
             raise ChainruleError(
