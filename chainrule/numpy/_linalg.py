@@ -458,7 +458,8 @@ def make_diagonal(D, offset=0, axis1=-1, axis2=-2):
     # out[..., a, b] = sum_k D[..., k] [a == k + rows0] [b == k + cols0]: one product each
     rows = (_np.arange(size)[:, None] == _np.arange(m) + max(0, -offset)).astype(_dtype(D))
     cols = (_np.arange(size)[None, :] == _np.arange(m)[:, None] + max(0, offset))
-    out = _ops.matmul(_ops.multiply(D[..., None, :], rows), cols.astype(_dtype(D)))
+    row = _ops.reshape(D, shape[:-1] + (1, m))  # a reshape, not D[..., None, :]: no gather
+    out = _ops.matmul(_ops.multiply(row, rows), cols.astype(_dtype(D)))
     order = [k for k in range(n - 2)]
     for position, source in sorted(((i, n - 2), (j, n - 1))):
         order.insert(position, source)
