@@ -13,6 +13,8 @@ in ``NUMPY_FUNCTIONS``, which ``chainrule.numpy`` fills when it is imported.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 
 import numpy as np
@@ -43,7 +45,10 @@ class ArrayMethods:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        shape = self.shape
+        if all(type(d) is int for d in shape):
+            return int(np.prod(shape, dtype=np.int64))
+        return functools.reduce(operator.mul, shape, 1)  # symbolic: a Dim (ir.dims)
 
     @property
     def T(self):  # noqa: N802

@@ -79,11 +79,15 @@ def closure_call_forward(sweep, binding: Binding) -> None:
 
 
 def _stack_empty(sweep, binding: Binding) -> None:
+    """A new stack of arrays has a symbolic zero tangent (it becomes an empty stack of
+    tangents only when a non-zero tangent is pushed); a stack of functions has an
+    empty stack of duals, mirrored push for push."""
     sweep.copy_binding(binding)
     elem = binding.value.attrs["elem"]
-    sweep.tangents[binding.var] = sweep.b.call(STACK_EMPTY, [],
-                                               {"elem": dual_type(elem)},
-                                               f"{binding.var.name}_dot")
+    if has_function(elem):
+        sweep.tangents[binding.var] = sweep.b.call(STACK_EMPTY, [],
+                                                   {"elem": dual_type(elem)},
+                                                   f"{binding.var.name}_dot")
 
 
 def _stack_tangent(sweep, s):
@@ -98,6 +102,9 @@ def _stack_tangent(sweep, s):
 def _stack_push(sweep, binding: Binding) -> None:
     new = sweep.copy_binding(binding)
     s, x = binding.value.args
+    if sweep.tangent(s) is None and sweep.tangent(x) is None and not has_function(
+            s.type.elem):
+        return  # a zero pushed on a zero stack: still a zero stack, no array made
     ds = _stack_tangent(sweep, s)
     if ds is None:
         raise CompiledHigherOrderError(f"forward mode: the stack {s.name} has no tangent")
