@@ -2,7 +2,7 @@
 the stochastic optimizers of ``autograd.misc.optimizers`` (``sgd``, ``rmsprop``,
 ``adam``) with their calling convention, and ``autograd.test_util.check_grads``'s
 curried form over ``chainrule.testing.check_grads``; ``flatten_func`` and
-``make_ggnvp`` (the Gauss-Newton product).
+``make_ggnvp`` (the Gauss-Newton product); ``fixed_point`` with autograd's signature.
 
 The optimizers are plain NumPy loops (they differentiate nothing themselves): ``grad``
 is called as ``grad(x, i)`` with the parameters in their original structure (a pytree
@@ -137,6 +137,45 @@ def check_grads(fun, argnum=0, modes=("fwd", "rev"), order=2):
     return checker
 
 
+def fixed_point(f, a, x0, distance, tol):
+    """``autograd.misc.fixed_points.fixed_point``'s signature on chainrule's solver: the
+    fixed point of ``f(a)`` (a function of x) from ``x0``, differentiable in ``a`` by the
+    implicit function theorem (as autograd's) at every order. autograd iterates until
+    ``distance(x, x_prev) <= tol``; chainrule iterates to its own, tighter tolerance
+    (``chainrule.solvers.fixed_point``: steps of at most 1.5e-10 relative in float64), so
+    the result meets ``tol`` too and is closer to the fixed point than autograd's:
+    ``distance`` and ``tol`` are validated, not used to stop the iteration.
+
+    >>> from chainrule.autograd_compat import grad
+    >>> step = lambda a: lambda x: x - 0.05 * (x ** 2 - a)
+    >>> sqrt = lambda a: fixed_point(step, a, 10.0, lambda x, y: abs(x - y), 1e-4)
+    >>> round(float(sqrt(2.0)), 6), round(float(grad(sqrt)(2.0)), 6)
+    (1.414214, 0.353553)
+    """
+    from .checks import check_callable
+    from .solvers import fixed_point as solve
+
+    check_callable(f, "fixed_point")
+    check_callable(distance, "fixed_point")
+    if not isinstance(tol, (int, float, np.floating, np.integer)) or tol < 0:
+        raise ArgumentError(f"fixed_point: tol must be a non-negative number, got {tol!r}")
+    x0 = x0 if isinstance(x0, np.ndarray) and x0.dtype.kind in "fc" else np.asarray(
+        x0, np.result_type(x0, np.float64))
+    return solve(lambda x, a: f(a)(x), x0, a)
+
+
+def quick_grad_check(fun, arg0, extra_args=(), kwargs=None, verbose=True, eps=1e-4,
+                     rtol=1e-4, atol=1e-6, rs=None) -> None:
+    """autograd's deprecated ``quick_grad_check``: reverse mode of ``fun(arg0,
+    *extra_args, **kwargs)`` in ``arg0`` against finite differences (``check_grads``)."""
+    import warnings
+
+    warnings.warn("quick_grad_check is deprecated (as in autograd): use check_grads",
+                  DeprecationWarning, stacklevel=2)
+    kwargs = kwargs or {}
+    check_grads(lambda x: fun(x, *extra_args, **kwargs), modes=["rev"], order=1)(arg0)
+
+
 def flatten_func(func, example):
     """``(flat_func, unflatten, flat_example)`` as ``autograd.misc.flatten.flatten_func``:
     ``flat_func(vector, *args)`` applies ``func`` to the structure ``unflatten(vector)``
@@ -183,4 +222,5 @@ def make_ggnvp(f, g=None, f_argnum=0):
     return maker
 
 
-__all__ = ["adam", "check_grads", "flatten_func", "make_ggnvp", "rmsprop", "sgd"]
+__all__ = ["adam", "check_grads", "fixed_point", "flatten_func", "make_ggnvp", "quick_grad_check",
+           "rmsprop", "sgd"]

@@ -6,7 +6,7 @@ leaves, and the result put back in the structure of the arguments."""
 from __future__ import annotations
 
 from .checks import check_argnums
-from .errors import GradientError
+from .errors import GradientError, OutputTypeError
 from .frontend.specialization import _Compiled
 from .frontend.tracer import trace_function
 from .ir.nodes import Module
@@ -69,7 +69,7 @@ def _build_grad(f, argnums, has_aux, call, leaves, holomorphic=False, leaf_types
     elif out_leaves == 1 and tf.out_tree.kind is None and not (
             isinstance(fn.ret_type, TensorType) and fn.ret_type.shape == ()
             and fn.ret_type.dtype.is_float):
-        raise GradientError(
+        raise OutputTypeError(
             f"grad needs a function returning a float scalar, but "
             f"{getattr(f, '__name__', 'it')} returns {fn.ret_type!r}; reduce it (e.g. "
             f"cnp.sum), or use cr.vjp (a cotangent of your choice) or cr.jacrev (the whole "
@@ -81,7 +81,7 @@ def _build_grad(f, argnums, has_aux, call, leaves, holomorphic=False, leaf_types
             f"for non-scalar outputs or has_aux=True for (value, aux)")
     target = fn.ret_type if target_index is None else fn.ret_type.fields[target_index]
     if isinstance(target, TensorType) and target.dtype[0] == "c" and not holomorphic:
-        raise GradientError(
+        raise OutputTypeError(
             f"grad of a complex-valued function ({getattr(f, '__name__', 'f')} returns "
             f"{target!r}): pass holomorphic=True for the complex derivative f'(z), or "
             f"differentiate a real loss (cnp.real, cnp.abs, ...); cr.vjp takes any "

@@ -42,14 +42,26 @@ from __future__ import annotations
 
 import functools
 import inspect
-import itertools
-import warnings
+import numbers
+import sys as _sys
 from collections import OrderedDict
 
 import numpy as np
 
+from . import _autograd_builtins
 from . import numpy as cnp
-from ._autograd_misc import adam, check_grads, flatten_func, make_ggnvp, rmsprop, sgd
+from ._autograd_misc import (
+    adam,
+    check_grads,
+    fixed_point,
+    flatten_func,
+    make_ggnvp,
+    quick_grad_check,
+    rmsprop,
+    sgd,
+)
+from ._autograd_primitive import Primitive, _replace, defjvp, defvjp, primitive  # noqa: F401
+from ._autograd_vspace import VSpace, vspace
 from .api import grad as _grad
 from .api import jit as _jit
 from .api import value_and_grad as _value_and_grad
@@ -58,15 +70,18 @@ from .api_forward import hvp as _hvp
 from .api_forward import jvp as _jvp
 from .api_jacobian import hessian as _hessian
 from .api_jacobian import jacrev as _jacrev
+from .backend.namespaces import foreign_namespace
 from .checks import check_argnums, check_callable
-from .errors import ArgumentError, ChainruleError, TypeInferenceError
+from .errors import ArgumentError
 from .frontend.checkpoint import checkpoint
-from .ir.op import REQUIRED, is_dispatched
-from .ir.types import DType, TensorType, TupleType
-from .ops.common import define
-from .rules.registry import JVP, VJP, NoDerivative
+from .ir.op import is_dispatched
 from .tree import flatten as _tree_flatten
 from .tree import unflatten as _tree_unflatten
+
+# ``from autograd.builtins import isinstance`` -> ``from chainrule.autograd_compat.builtins
+# import isinstance`` (a module of its own: its names shadow Python's builtins)
+builtins = _autograd_builtins
+_sys.modules[__name__ + ".builtins"] = _autograd_builtins
 
 # -- differential operators -----------------------------------------------------------
 
@@ -97,24 +112,66 @@ def _scalar(fun):
     return scalar
 
 
+def _named(op: str, fun, argnum, wrapper):
+    """``wrapper`` named and documented the way autograd names what its operators return
+    (``grad_of_loss_wrt_argnum_0``), so tracebacks and tools read the same."""
+    name = getattr(fun, "__name__", "[unknown name]")
+    wrapper.__name__ = wrapper.__qualname__ = f"{op}_of_{name}_wrt_argnum_{argnum}"
+    wrapper.__doc__ = (f"    {op} of function {name} with respect to argument number {argnum}. "
+                       f"Takes the\n    same arguments as {name} but returns the {op}.\n")
+    wrapper.__wrapped__ = fun
+    return wrapper
+
+
+def _is_array_leaf(x) -> bool:
+    return (is_dispatched(x) or isinstance(x, (np.ndarray, np.generic, numbers.Number))
+            or foreign_namespace(x) is not None)
+
+
+def _statics_per_call(make, argnum):
+    """A transform that makes the arguments autograd would pass through untouched (a
+    class, a function, None inside a structure: anything but arrays and numbers, outside
+    ``argnum``) static: ``make(static_argnums)`` builds the transform for each set of
+    such positions met (they are part of the cache key, so they must be hashable)."""
+    made: dict = {}
+
+    def call(*args, **kwargs):
+        wrt = {argnum} if isinstance(argnum, int) else set(argnum)
+        wrt = {i % len(args) if len(args) else i for i in wrt}
+        static = tuple(i for i, a in enumerate(args) if i not in wrt
+                       and not all(_is_array_leaf(x) for x in _tree_flatten(a)[0]))
+        transform = made.get(static)
+        if transform is None:
+            transform = made[static] = make(static or None)
+        return transform(*args, **kwargs)
+
+    return call
+
+
 def grad(fun, argnum=0):
-    """The gradient of a real scalar-valued ``fun`` w.r.t. argument ``argnum`` (an
-    output with a single element, e.g. of shape ``(1,)``, counts as a scalar)."""
+    """
+    Returns a function which computes the gradient of ``fun`` with respect to
+    positional argument number ``argnum`` (an int or a tuple of them). ``fun`` returns
+    a real scalar (an output with a single element, e.g. of shape ``(1,)``, counts as
+    one). The returned function takes the same arguments as ``fun``; those that are
+    not arrays or numbers (a class, a function) are passed through, as in autograd."""
     check_callable(fun, "grad")
-    g = _grad(_one_element(fun), argnums=argnum, has_aux=True)
-    return functools.wraps(fun)(lambda *args, **kwargs: g(*args, **kwargs)[0])
+    g = _statics_per_call(lambda static: _grad(_one_element(fun), argnums=argnum,
+                                               has_aux=True, static_argnums=static), argnum)
+    return _named("grad", fun, argnum, lambda *args, **kwargs: g(*args, **kwargs)[0])
 
 
 def value_and_grad(fun, argnum=0):
     """``(fun(*args), grad(fun)(*args))`` from one compiled program."""
     check_callable(fun, "value_and_grad")
-    vg = _value_and_grad(_one_element(fun), argnums=argnum, has_aux=True)
+    vg = _statics_per_call(lambda static: _value_and_grad(
+        _one_element(fun), argnums=argnum, has_aux=True, static_argnums=static), argnum)
 
     def value_and_gradient(*args, **kwargs):
         (_, value), gradient = vg(*args, **kwargs)
         return value, gradient
 
-    return functools.wraps(fun)(value_and_gradient)
+    return _named("value_and_grad", fun, argnum, value_and_gradient)
 
 
 def grad_and_aux(fun, argnum=0):
@@ -150,17 +207,6 @@ def hessian(fun, argnum=0):
     """The Hessian of a scalar ``fun``: shape ``in.shape + in.shape``."""
     check_callable(fun, "hessian")
     return _hessian(_scalar(fun), argnums=argnum)
-
-
-def _replace(args: tuple, argnum, value) -> tuple:
-    """``args`` with the differentiated argument(s) replaced by ``value``."""
-    args = list(args)
-    if isinstance(argnum, int):
-        args[argnum] = value
-    else:
-        for i, v in zip(argnum, value):
-            args[i] = v
-    return tuple(args)
 
 
 def _selected(args: tuple, argnum):
@@ -220,17 +266,78 @@ def tensor_jacobian_product(fun, argnum=0):
 vector_jacobian_product = tensor_jacobian_product
 
 
+def _is_argnum(value) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, (tuple, list)) and len(value) > 0
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in value))
+
+
 def make_vjp(fun, argnum=0):
-    """``(*args) -> (vjp, fun(*args))``: the forward pass runs once, ``vjp(g)`` runs
-    the compiled pullback."""
+    """Both of autograd's ``make_vjp``: ``make_vjp(fun, argnum)(*args) -> (vjp, ans)``
+    (``autograd.make_vjp``) and ``make_vjp(fun, x) -> (vjp, ans)`` for ``fun`` of ``x``
+    alone (``autograd.core.make_vjp``): a second argument that is not an int (or a tuple
+    of ints) is the point ``x``, which autograd never takes to be an int (an int has no
+    derivative). The forward pass runs once, ``vjp(g)`` runs the compiled pullback.
+
+    >>> vjp, ans = make_vjp(lambda x: x * x, 3.0)
+    >>> float(ans), float(vjp(1.0))
+    (9.0, 6.0)
+    """
     check_callable(fun, "make_vjp")
+    if not _is_argnum(argnum):
+        return make_vjp(fun)(argnum)
 
     def at(*args):
         x = _selected(args, argnum)
         ans, pullback = _vjp(lambda x: fun(*_replace(args, argnum, x)), x)
         return (lambda g: pullback(g)[0]), ans
 
-    return at
+    return _named("make_vjp", fun, argnum, at)
+
+
+def unary_to_nary(unary_operator):
+    """autograd's decorator for writing a differential operator once, for a function of
+    one argument: ``unary_operator(fun, x, *op_args)`` becomes ``op(fun, argnum=0,
+    *op_args)`` whose result takes all of ``fun``'s arguments (``argnum`` an int or a
+    tuple of them, as everywhere here).
+
+    >>> @unary_to_nary
+    ... def slope(fun, x):
+    ...     vjp, _ = make_vjp(fun, x)
+    ...     return vjp(1.0)
+    >>> float(slope(lambda a, b: a * b, 1)(2.0, 5.0))
+    2.0
+    """
+
+    @functools.wraps(unary_operator)
+    def nary_operator(fun, argnum=0, *op_args, **op_kwargs):
+        if not _is_argnum(argnum):
+            raise ArgumentError(f"{getattr(unary_operator, '__name__', 'operator')}: argnum "
+                                f"must be an int or a tuple of ints, got {argnum!r}")
+
+        def nary_f(*args, **kwargs):
+            def unary_f(x):
+                return fun(*_replace(args, argnum, x), **kwargs)
+
+            functools.update_wrapper(unary_f, fun, updated=())
+            return unary_operator(unary_f, _selected(args, argnum), *op_args, **op_kwargs)
+
+        return _named(getattr(unary_operator, "__name__", "operator"), fun, argnum, nary_f)
+
+    return nary_operator
+
+
+def const_graph(fun, *args, **kwargs):
+    """``fun`` with ``args`` and ``kwargs`` bound, traced once and then run as the recorded
+    program (autograd's ``autograd.misc.const_graph``): chainrule's ``jit`` of the
+    partial function, compiled per input signature.
+
+    >>> f = const_graph(lambda a, b: a * b + 1.0, 2.0)
+    >>> float(f(3.0))
+    7.0
+    """
+    check_callable(fun, "const_graph")
+    return functools.wraps(fun)(_jit(functools.partial(fun, *args, **kwargs)))
 
 
 def make_jvp(fun, argnum=0):
@@ -314,277 +421,11 @@ def flatten(value):
     return vector, unflatten
 
 
-# -- user-defined primitives ----------------------------------------------------------
-
-_ids = itertools.count()
-
-
-def _static_key(value):
-    """A hashable stand-in for a value passed to a primitive that is not an operand."""
-    try:
-        hash(value)
-        return ("value", type(value).__name__, value)
-    except TypeError:
-        if isinstance(value, (list, tuple)):
-            return ("seq", type(value).__name__, tuple(_static_key(v) for v in value))
-        if isinstance(value, dict):
-            return ("dict", tuple((k, _static_key(value[k])) for k in sorted(value, key=repr)))
-        return ("id", id(value))
-
-
-class _CallShape:
-    """One way a primitive is called: which positions are operands (arrays, traced
-    values, tape tensors) and the other arguments and keywords, kept as they are."""
-
-    __slots__ = ("n_args", "operands", "static", "kwargs")
-
-    def __init__(self, n_args, operands, static, kwargs):
-        self.n_args = n_args
-        self.operands = operands  # positions of the operands, in order
-        self.static = static  # position -> value, for the others
-        self.kwargs = kwargs
-
-    def args(self, operand_values) -> list:
-        out = [self.static.get(i) for i in range(self.n_args)]
-        for i, v in zip(self.operands, operand_values):
-            out[i] = v
-        return out
-
-
-class Primitive:
-    """A function chainrule treats as one op (autograd's ``@primitive``): on arrays it
-    runs the function; on traced values and tape tensors it applies an op whose
-    kernel is the function and whose rules are the VJP makers given to ``defvjp``
-    (and the JVP functions given to ``defjvp``; given one direction only, the other
-    is its transpose). Array arguments are operands; other positional arguments and
-    keywords are passed through unchanged."""
-
-    def __init__(self, fun):
-        check_callable(fun, "primitive")
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        base = getattr(fun, "__name__", "f")
-        self.name = base if base.isidentifier() and base != "<lambda>" else "f"
-        self.op = define(f"autograd_{self.name}_{next(_ids)}", self._infer, self._kernel, None,
-                         {"call": REQUIRED},
-                         doc=f"{self.name}, an autograd-style primitive")
-        self.calls: list[_CallShape] = []
-        self._index: dict = {}
-        self.types: dict = {}  # (call, operand types) -> the result's type
-        self.vjps: dict = {}  # position -> vjp maker
-        self.jvps: dict = {}  # position -> jvp function
-
-    def __call__(self, *args, **kwargs):
-        if not any(is_dispatched(a) for a in args):
-            if any(is_dispatched(v) for v in _tree_flatten(kwargs)[0]):
-                raise ChainruleError(f"{self.name}: a keyword argument is being "
-                                     f"differentiated; pass it positionally")
-            return self.fun(*args, **kwargs)
-        for k, v in kwargs.items():
-            if any(is_dispatched(x) for x in _tree_flatten(v)[0]):
-                raise ChainruleError(f"{self.name}: keyword argument {k} is being "
-                                     f"differentiated; autograd differentiates positional "
-                                     f"arguments only: pass it positionally")
-        operands = tuple(i for i, a in enumerate(args)
-                         if is_dispatched(a) or isinstance(a, (np.ndarray, np.generic)))
-        static = {i: a for i, a in enumerate(args) if i not in operands}
-        key = (len(args), operands, tuple((i, _static_key(v)) for i, v in static.items()),
-               tuple((k, _static_key(v)) for k, v in sorted(kwargs.items())))
-        k = self._index.get(key)
-        if k is None:
-            k = self._index[key] = len(self.calls)
-            self.calls.append(_CallShape(len(args), operands, static, dict(kwargs)))
-        return self.op(*[args[i] for i in operands], call=k)
-
-    # -- the op ----------------------------------------------------------------------
-    def _call_shape(self, attrs) -> _CallShape:
-        k = attrs.get("call")
-        if not isinstance(k, int) or not 0 <= k < len(self.calls):
-            raise TypeInferenceError(f"{self.op.name}: unknown call {k!r}")
-        return self.calls[k]
-
-    def _infer(self, types, attrs):
-        """The result type, from a run of the function: on the operands of a call already
-        made with these types, or else on zeros (then ones) of the operands' types."""
-        key = (attrs.get("call"), tuple(types))
-        hit = self.types.get(key)
-        if hit is not None:
-            return hit
-        shape = self._call_shape(attrs)
-        for t in types:
-            if not isinstance(t, TensorType) or not t.is_static:
-                raise TypeInferenceError(f"{self.op.name}: operands must be arrays of known "
-                                         f"shape, got {t!r}")
-        errors = []
-        for fill in (np.zeros, np.ones):
-            try:
-                with np.errstate(all="ignore"), warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    out = self.fun(*shape.args([fill(t.shape, t.dtype.numpy) for t in types]),
-                                   **shape.kwargs)
-                result = _result_type(out, self.name)
-                self.types[key] = result
-                return result
-            except TypeInferenceError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the user's function on stand-ins
-                errors.append(f"{type(exc).__name__}: {exc}")
-        raise TypeInferenceError(
-            f"{self.name}: its output shape and dtype are found by running it on zeros or "
-            f"ones of the operands' shapes ({', '.join(repr(t) for t in types)}), and both "
-            f"failed ({'; '.join(errors)}); call it on arrays of these shapes once first, or "
-            f"declare it with chainrule.custom_vjp")
-
-    def _kernel(self, *operands, call):
-        shape = self.calls[call]
-        out = self.fun(*shape.args(list(operands)), **shape.kwargs)
-        result = _result_type(out, self.name)
-        key = (call, tuple(TensorType(np.shape(o), DType(np.asarray(o).dtype))
-                           for o in operands))
-        known = self.types.setdefault(key, result)
-        if known != result:
-            raise TypeInferenceError(
-                f"{self.name} returned {result!r}, but its output was inferred as {known!r} "
-                f"(by a run on zeros of the operands' shapes): its result's shape or dtype "
-                f"depends on the values, which a compiled program cannot follow")
-        if isinstance(result, TupleType):
-            return tuple(np.asarray(o) for o in out)
-        return np.asarray(out)
-
-    # -- rules -----------------------------------------------------------------------
-    def _vjp_rule(self, z, g, *operands, call):
-        """z = f(*args);  d arg_i = vjp_maker_i(z, *args)(g)  (the user's rule)"""
-        shape = self.calls[call]
-        args = shape.args(list(operands))
-        out = []
-        for pos in shape.operands:
-            maker = self.vjps.get(pos, _UNDEFINED)
-            if maker is _UNDEFINED:
-                out.append(NoDerivative(f"{self.name}: no VJP for argument {pos} (defvjp)"))
-            elif maker is None:
-                out.append(None)  # declared zero
-            else:
-                out.append(maker(z, *args, **shape.kwargs)(g))
-        return tuple(out)
-
-    def _jvp_rule(self, z, *operands, call):
-        """z = f(*args);  dz = jvp_i(t, z, *args) for the tangent t of arg_i"""
-        shape = self.calls[call]
-        args = shape.args(list(operands))
-
-        def linear(pos):
-            fn = self.jvps.get(pos, _UNDEFINED)
-            if fn is None:
-                return None
-            if fn == "same":  # linear in this argument: f itself carries the tangent
-                return lambda t: self(*_replace(tuple(args), pos, t), **shape.kwargs)
-            if fn is _UNDEFINED:
-                if pos not in self.vjps:
-                    return NoDerivative(f"{self.name}: no JVP or VJP for argument {pos}")
-                return self._transposed_vjp(z, args, shape, pos)
-            return lambda t: fn(t, z, *args, **shape.kwargs)
-
-        return tuple(linear(pos) for pos in shape.operands)
-
-    def _transposed_vjp(self, z, args, shape, pos):
-        from .api_forward import linear_transpose
-
-        maker = self.vjps[pos]
-        if maker is None:
-            return None
-
-        def f(t):
-            pullback = maker(z, *args, **shape.kwargs)
-            return linear_transpose(pullback, z)(t)[0]
-
-        return f
-
-    def _vjp_from_jvp(self, z, g, *operands, call):
-        """z = f(*args);  d arg_i = the transpose of (t -> jvp_i(t, z, *args)) at g"""
-        from .api_forward import linear_transpose
-
-        out = []
-        shape = self.calls[call]
-        for pos, lin, operand in zip(shape.operands, self._jvp_rule(z, *operands, call=call),
-                                     operands):
-            if self.jvps.get(pos) == "same":  # f's own transpose is not known
-                out.append(NoDerivative(f"{self.name}: defjvp(..., 'same') gives forward "
-                                        f"mode only; give argument {pos} a VJP with defvjp"))
-            elif lin is None or isinstance(lin, NoDerivative):
-                out.append(lin)
-            else:
-                out.append(linear_transpose(lin, operand)(g)[0])
-        return tuple(out)
-
-
-_UNDEFINED = object()
-
-
-def _result_type(out, name: str):
-    if isinstance(out, tuple):
-        return TupleType([_result_type(o, name) for o in out])
-    arr = np.asarray(out)
-    if arr.dtype == object or arr.dtype.kind not in "biufc":
-        raise TypeInferenceError(f"{name} returned {type(out).__name__}; a primitive returns "
-                                 f"an array, a number or a tuple of them")
-    return TensorType(arr.shape, DType(arr.dtype))
-
-
-def primitive(fun) -> Primitive:
-    """Declare ``fun`` a primitive (autograd's ``autograd.extend.primitive``): its
-    derivatives come from ``defvjp`` / ``defjvp``, not from its body, which may call
-    anything (SciPy, compiled code) on the arrays it is given."""
-    return Primitive(fun)
-
-
-def _primitive_of(fun, who: str) -> Primitive:
-    if not isinstance(fun, Primitive):
-        raise ArgumentError(f"{who}: {getattr(fun, '__name__', fun)!r} is not a primitive; "
-                            f"decorate it with @primitive first")
-    return fun
-
-
-def _positions(argnums, n: int, who: str):
-    positions = range(n) if argnums is None else argnums
-    positions = list(positions)
-    if len(positions) != n or not all(isinstance(i, int) and i >= 0 for i in positions):
-        raise ArgumentError(f"{who}: argnums must list one non-negative position per rule "
-                            f"({n}), got {argnums!r}")
-    return positions
-
-
-def defvjp(fun, *vjpmakers, argnums=None) -> None:
-    """``defvjp(f, maker_0, maker_1, ...)``: ``maker_i(ans, *args, **kwargs)`` returns
-    ``g -> the cotangent of argument i`` (None: a zero derivative). Written with
-    ``chainrule.numpy``, the makers are traced, so they are differentiated again."""
-    prim = _primitive_of(fun, "defvjp")
-    for pos, maker in zip(_positions(argnums, len(vjpmakers), "defvjp"), vjpmakers):
-        if maker is not None:
-            check_callable(maker, "defvjp")
-        prim.vjps[pos] = maker
-    VJP[prim.op] = prim._vjp_rule
-    if not prim.jvps:
-        JVP[prim.op] = prim._jvp_rule
-
-
-def defjvp(fun, *jvpfuns, argnums=None) -> None:
-    """``defjvp(f, jvp_0, jvp_1, ...)``: ``jvp_i(g, ans, *args, **kwargs)`` is the output
-    tangent for the tangent ``g`` of argument i (None: zero; ``"same"``: f is linear in
-    it, so f applied to the tangent)."""
-    prim = _primitive_of(fun, "defjvp")
-    for pos, fn in zip(_positions(argnums, len(jvpfuns), "defjvp"), jvpfuns):
-        if fn is not None and fn != "same":
-            check_callable(fn, "defjvp")
-        prim.jvps[pos] = fn
-    JVP[prim.op] = prim._jvp_rule
-    if not prim.vjps:
-        VJP[prim.op] = prim._vjp_from_jvp
-
-
 __all__ = [
-    "adam", "check_grads", "checkpoint", "defjvp", "defvjp", "deriv", "elementwise_grad",
-    "flatten", "flatten_func", "grad", "grad_and_aux", "grad_named", "hessian",
-    "hessian_tensor_product", "hessian_vector_product", "holomorphic_grad", "jacobian",
-    "make_ggnvp", "make_hvp", "make_jvp", "make_vjp", "multigrad_dict", "primitive", "rmsprop",
-    "sgd", "tensor_jacobian_product", "value_and_grad", "vector_jacobian_product",
+    "adam", "check_grads", "checkpoint", "const_graph", "defjvp", "defvjp", "deriv",
+    "elementwise_grad", "fixed_point", "flatten", "flatten_func", "grad", "grad_and_aux",
+    "grad_named", "hessian", "hessian_tensor_product", "hessian_vector_product",
+    "holomorphic_grad", "jacobian", "make_ggnvp", "make_hvp", "make_jvp", "make_vjp",
+    "multigrad_dict", "primitive", "quick_grad_check", "rmsprop", "sgd", "tensor_jacobian_product",
+    "unary_to_nary", "value_and_grad", "vector_jacobian_product", "VSpace", "vspace",
 ]

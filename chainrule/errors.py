@@ -73,6 +73,11 @@ class TraceError(ChainruleError):
     """Tracing met something it cannot turn into IR."""
 
 
+class ImmutableValueError(TraceError, TypeError):
+    """An in-place update (``x[i] = v``) of a traced value or tape tensor: Python's
+    TypeError for an object without item assignment, as autograd and JAX raise."""
+
+
 class ConcretizationError(TraceError):
     """Python control flow (``if``, ``while``, ``float()``) on a traced value."""
 
@@ -87,8 +92,14 @@ class CompiledHigherOrderError(GradientError):
     the tape, which handles it."""
 
 
-class NoRuleError(GradientError):
-    """An op with no registered derivative rule."""
+class OutputTypeError(GradientError, TypeError):
+    """A function to differentiate returns a value of a kind that has no gradient
+    (complex without ``holomorphic=True``, bool, integer): a TypeError, as autograd's."""
+
+
+class NoRuleError(GradientError, NotImplementedError):
+    """An op with no registered derivative rule (a NotImplementedError, as autograd's
+    for a primitive without a VJP or JVP)."""
 
 
 class InterpretError(ChainruleError):

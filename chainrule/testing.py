@@ -92,8 +92,13 @@ def check_vjp(f, args, rng, eps=1e-6, atol=1e-5, rtol=1e-5) -> None:
     u = _random_like(out, rng)
     v = _random_like(tuple(args), rng)
     fd = _vdot(u, _numerical_jvp(f, args, v, eps))
-    ad = _vdot(_conj(pullback(_conj(u))), v)
-    _check_close(f"reverse mode of {getattr(f, '__name__', f)}", ad, fd, atol, rtol)
+    # an argument with no cotangent (None: an integer argument) counts as zeros, so the
+    # leaves of the cotangents and of v stay aligned
+    cts = tuple(np.zeros_like(np.asarray(a)) if c is None else c
+                for c, a in zip(pullback(_conj(u)), args))
+    ad = _vdot(_conj(cts), v)
+    _check_close(f"reverse mode (VJP) check of {getattr(f, '__name__', f)} failed", ad, fd,
+                 atol, rtol)
 
 
 def check_jvp(f, args, rng, eps=1e-6, atol=1e-5, rtol=1e-5) -> None:
@@ -105,8 +110,8 @@ def check_jvp(f, args, rng, eps=1e-6, atol=1e-5, rtol=1e-5) -> None:
     _, tangent_out = api.jvp(f, tuple(args), v)
     num = _numerical_jvp(f, args, v, eps)
     u = _random_like(num, rng)
-    _check_close(f"forward mode of {getattr(f, '__name__', f)}", _vdot(u, tangent_out),
-                 _vdot(u, num), atol, rtol)
+    _check_close(f"forward mode (JVP) check of {getattr(f, '__name__', f)} failed",
+                 _vdot(u, tangent_out), _vdot(u, num), atol, rtol)
 
 
 def check_grads(f, args, order: int = 1, modes=("rev",), eps: float = 1e-6,
@@ -125,38 +130,54 @@ def check_grads(f, args, order: int = 1, modes=("rev",), eps: float = 1e-6,
         if mode not in ("fwd", "rev"):
             raise ChainruleError(f"check_grads: unknown mode {mode!r}; use 'fwd' or 'rev'")
 
-    def check(fn, order):
+    def check(fn, fargs, order):
         for mode in modes:
             if mode == "rev":
-                check_vjp(fn, args, rng, eps, atol, rtol)
+                check_vjp(fn, fargs, rng, eps, atol, rtol)
             else:
-                check_jvp(fn, args, rng, eps, atol, rtol)
+                check_jvp(fn, fargs, rng, eps, atol, rtol)
         if order > 1:
             for mode in modes:
-                check(_derivative(fn, mode, rng), order - 1)
+                check(*_derivative(fn, fargs, mode), order - 1)
 
-    check(f, order)
+    check(f, args, order)
 
 
-def _derivative(f, mode, rng):
-    """A function of the same arguments whose value is a first derivative of f
-    along a fixed random direction (so it can be checked again)."""
+def _derivative(f, args, mode):
+    """``(df, df_args)``: the VJP (or JVP) of ``f`` as a function of ``f``'s arguments and
+    of the cotangent (tangent) too, with the arguments to check it at, as autograd's
+    ``check_grads`` does, so that a wrong derivative of a VJP with respect to its
+    cotangent (a rule calling a primitive with a wrong rule) is caught. A cotangent with
+    integer leaves stays fixed instead."""
     from . import api, api_forward
 
+    name = getattr(f, "__name__", "f")
     if mode == "rev":
-        def df(*args):
-            out, pullback = api.vjp(f, *args)
-            return pullback(_random_like(_shape_tree(out), np.random.default_rng(1)))
-    else:
-        def df(*args):
-            v = _random_like(_shape_tree(args), np.random.default_rng(2))
-            return api_forward.jvp(f, tuple(args), v)[1]
+        direction = _random_like(_shape_tree(f(*args)), np.random.default_rng(1))
 
-    df.__name__ = f"{mode}({getattr(f, '__name__', 'f')})"
-    return df
+        def df(*all_args):
+            *primal, u = all_args
+            return api.vjp(f, *primal)[1](u)
+    else:
+        direction = _random_like(_shape_tree(tuple(args)), np.random.default_rng(2))
+
+        def df(*all_args):
+            *primal, v = all_args
+            return api_forward.jvp(f, tuple(primal), v)[1]
+
+    if not all(np.issubdtype(np.asarray(x).dtype, np.inexact)
+               for x in flatten(direction)[0]):
+        def fixed(*primal):
+            return df(*primal, direction)
+
+        fixed.__name__ = f"{'vjp' if mode == 'rev' else 'jvp'}_{name}"
+        return fixed, args
+    df.__name__ = f"{'vjp' if mode == 'rev' else 'jvp'}_{name}"
+    return df, (*args, direction)
 
 
 def _shape_tree(tree):
     """Zeros with the shapes/dtypes of a tree of (possibly traced) values."""
     leaves, td = flatten(tree)
-    return unflatten(td, [np.zeros(tuple(x.shape), np.dtype(x.dtype)) for x in leaves])
+    return unflatten(td, [np.zeros(tuple(np.shape(x)), np.dtype(x.dtype) if hasattr(x, "dtype")
+                                   else np.asarray(x).dtype) for x in leaves])

@@ -29,4 +29,7 @@ CASES = [
          np.array([1 + 0j, 2j]), grad=False),
     case("isreal", lambda x: cnp.isreal(x), np.isreal, Z(3), U(3),
          np.array([1 + 0j, 2j]), grad=False),
+    # on real arrays: the identity (complex ones depend on their values: on the tape only,
+    # tests/test_migration_compat.py)
+    case("real_if_close", lambda x: cnp.real_if_close(x) * 1.0, np.real_if_close, U(3, 4), U()),
 ]

@@ -29,6 +29,15 @@ def SPD(*shape):
     return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
 
 
+def _np_make_diagonal(d, offset=0, axis1=-1, axis2=-2):
+    """NumPy reference: zeros with ``d``'s last axis written on the offset diagonal."""
+    m = d.shape[-1]
+    out = np.zeros(d.shape[:-1] + (m + abs(offset),) * 2, d.dtype)
+    k = np.arange(m)
+    out[..., k + max(0, -offset), k + max(0, offset)] = d
+    return np.moveaxis(out, (-2, -1), (axis1, axis2))
+
+
 def _parts(fn):
     """(real, imag) of fn's complex result (the derivative checks compare real arrays)."""
     def f(*args):
@@ -135,6 +144,10 @@ CASES = [
     case("diagonal", lambda a: cnp.diagonal(a, 1, 2, 0), lambda a: np.diagonal(a, 1, 2, 0),
          U(3, 2, 4), U(2, 2, 1), note="offset axes"),
     case("diagonal", lambda a: a.diagonal(-1), lambda a: a.diagonal(-1), U(3, 3), note="method"),
+    case("make_diagonal", lambda d: cnp.make_diagonal(d), _np_make_diagonal, U(3), U(2, 3),
+         U(0)),
+    case("make_diagonal", lambda d: cnp.make_diagonal(d, 1, 0, 2),
+         lambda d: _np_make_diagonal(d, 1, 0, 2), U(2, 3), U(4, 1), note="offset axes"),
     case("trace", lambda a: cnp.trace(a), np.trace, U(3, 3), U(2, 4), U(2, 3, 4), I(3, 3)),
     case("trace", lambda a: cnp.trace(a, -1, axis1=2, axis2=1),
          lambda a: np.trace(a, -1, axis1=2, axis2=1), U(2, 3, 4), note="offset axes"),

@@ -25,7 +25,8 @@ LAYERS = [
     {"tape"},
     {"custom", "custom_closure", "api", "api_forward", "api_jacobian", "api_vmap", "random",
      "testing", "testing_steps", "solvers", "autograd_compat", "_autograd_misc",
-     "api_jacobian_program", "api_grad_program", "api_polymorphic"},
+     "_autograd_primitive", "_autograd_vspace", "_autograd_builtins", "api_jacobian_program",
+     "api_grad_program", "api_polymorphic"},
     {"__init__", "__main__", "demo"},
 ]
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}

@@ -3,7 +3,10 @@ chainrule: nested lists of traced values into ``np.array``, ``np.r_``/``np.c_``,
 einsum-heavy code, ``linalg.norm`` of differences, fft-based convolution,
 ``scipy.stats`` log densities, a Gaussian process (cholesky and solve), a Gaussian
 mixture (logsumexp), an ODE fit (odeint), a tanh network with a softmax
-cross-entropy, and a VAE-style objective that draws random numbers.
+cross-entropy, a VAE-style objective that draws random numbers, a convnet layer
+(autograd's tensor ``convolve`` with ``axes``/``dot_axes``), diagonal covariances by
+``make_diagonal``, a degenerate Gaussian (``allow_singular=True``) and a square root
+by ``fixed_point`` (autograd's signature).
 
 Each program is written once against a namespace bundle ``ns`` (``ns.np`` is
 ``chainrule.numpy`` or ``autograd.numpy``, ``ns.stats`` the matching
@@ -28,7 +31,7 @@ import chainrule.scipy.signal as cr_signal
 import chainrule.scipy.special as cr_special
 import chainrule.scipy.stats as cr_stats
 from chainrule import tape
-from chainrule.autograd_compat import grad, value_and_grad
+from chainrule.autograd_compat import fixed_point, grad, value_and_grad
 from chainrule.tree import flatten, unflatten
 
 try:
@@ -38,14 +41,15 @@ try:
     import autograd.scipy.signal as ag_signal
     import autograd.scipy.special as ag_special
     import autograd.scipy.stats as ag_stats
+    from autograd.misc.fixed_points import fixed_point as ag_fixed_point
 except ImportError:  # autograd is a dev extra: its comparisons are skipped without it
     autograd = None
 
 CR = types.SimpleNamespace(np=cnp, stats=cr_stats, special=cr_special, signal=cr_signal,
-                           odeint=cr_integrate.odeint)
+                           odeint=cr_integrate.odeint, fixed_point=fixed_point)
 AG = None if autograd is None else types.SimpleNamespace(
     np=anp, stats=ag_stats, special=ag_special, signal=ag_signal,
-    odeint=ag_integrate.odeint)
+    odeint=ag_integrate.odeint, fixed_point=ag_fixed_point)
 
 
 
@@ -245,9 +249,75 @@ def vae_objective(ns, seed=3):
                   "dec": rng.standard_normal((2, 5)) * 0.3}
 
 
+def convnet_layer(ns):
+    """A convolutional layer as autograd's examples/convnet.py writes it: images (N, C,
+    H, W) against filters (C, F, h, w), channels dotted, then a tanh and a pooled sum."""
+    rng = onp.random.default_rng(11)
+    np = ns.np
+    images = rng.standard_normal((2, 3, 6, 5))
+
+    def loss(p):
+        out = ns.signal.convolve(images, p["filters"], axes=([2, 3], [2, 3]),
+                                 dot_axes=([1], [0]), mode="valid")
+        out = out + p["bias"][None, :, None, None]
+        pooled = np.sum(np.tanh(out), axis=(2, 3))
+        return np.sum(pooled ** 2) / images.shape[0]
+
+    return loss, {"filters": rng.standard_normal((3, 4, 3, 2)) * 0.3,
+                  "bias": rng.standard_normal(4) * 0.1}
+
+
+def diagonal_gaussians(ns):
+    """Log densities with covariances built by make_diagonal from log-variances (batched
+    over the last axis), and their diagonals read back by np.diagonal."""
+    rng = onp.random.default_rng(12)
+    np = ns.np
+    x = rng.standard_normal((3, 4))
+
+    def loss(p):
+        cov = np.make_diagonal(np.exp(p["log_var"]), axis1=-1, axis2=-2)
+        prec = np.diagonal(cov, axis1=-1, axis2=-2) ** -1
+        quad = np.sum((x - p["mean"]) ** 2 * prec, axis=-1)
+        return np.sum(quad + np.sum(p["log_var"], axis=-1)) + np.sum(cov ** 2)
+
+    return loss, {"log_var": rng.uniform(-0.5, 0.5, (3, 4)), "mean": rng.standard_normal(4)}
+
+
+def degenerate_gaussian(ns):
+    """A Gaussian confined to a plane (singular covariance, allow_singular=True), as
+    autograd's test_mvn_sing_cov: x varies within the support only."""
+    rng = onp.random.default_rng(13)
+    np = ns.np
+    basis = onp.linalg.qr(rng.standard_normal((4, 2)))[0]
+    cov = basis @ onp.diag([1.5, 0.5]) @ basis.T
+
+    def loss(p):
+        x = np.dot(basis, p["coords"])
+        return np.sum(ns.stats.multivariate_normal.logpdf(x, np.dot(basis, p["shift"]), cov,
+                                                          allow_singular=True))
+
+    return loss, {"coords": rng.standard_normal(2), "shift": rng.standard_normal(2)}
+
+
+def fixed_point_sqrt(ns):
+    """autograd's examples/fixed_points.py: a square root as the fixed point of a
+    gradient-descent step, differentiated by the implicit function theorem."""
+    np = ns.np
+
+    def step(a):
+        return lambda x: x - 0.05 * (x ** 2 - a)
+
+    def loss(a):
+        root = ns.fixed_point(step, a, 10.0, lambda x, y: np.abs(x - y), 1e-12)
+        return root * np.sin(a)
+
+    return loss, onp.float64(2.0)
+
+
 pytestmark = pytest.mark.filterwarnings("ignore:.* is slow for array inputs")
 PROGRAMS = [nested_lists, einsum_heavy, norms_of_differences, fft_convolution, stats_logpdfs,
-            gaussian_process, gaussian_mixture, ode_fit, tanh_network, vae_objective]
+            gaussian_process, gaussian_mixture, ode_fit, tanh_network, vae_objective,
+            convnet_layer, diagonal_gaussians, degenerate_gaussian, fixed_point_sqrt]
 IDS = [p.__name__ for p in PROGRAMS]
 _MADE: dict = {}
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import ops
-from ..errors import ConcretizationError, MissingMethodError, TraceError
+from ..errors import ConcretizationError, ImmutableValueError, MissingMethodError, TraceError
 from ..ir.op import HANDLERS
 
 # NumPy ufunc -> chainrule.numpy function (the bitwise ufuncs on bools are the logical
@@ -206,7 +206,7 @@ class ArrayMethods:
         return ops.getitem(self, key)
 
     def __setitem__(self, key, value):
-        raise TraceError("chainrule values are immutable: instead of x[idx] = y, write "
+        raise ImmutableValueError("chainrule values are immutable: instead of x[idx] = y, write "
                          "x = x.at[idx].set(y) (JAX's functional update)")
 
     @property

@@ -61,6 +61,8 @@ from . import fft, linalg  # noqa: E402, F401  (submodules, assembled the same w
 # compiled function they are drawn again at every call (docs/migrating_from_autograd.md);
 # chainrule.random has explicit keys.
 random = _np_random
+# the NumPy version, as ``autograd.numpy.__version__`` is (code checks it for NumPy features)
+__version__ = _np_module.__version__
 _sys.modules[__name__ + ".random"] = _np_random
 
 # NumPy's names that take no array to differentiate (error state, dtype queries, scalar

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as _np
 
 from .. import ops as _ops
+from ..errors import ConcretizationError
+from ..ir.op import is_dispatched as _is_dispatched
 from ._core import EXPOSED as _EXPOSED
 
 # NumPy has no function for it (x + 1j * y is two ops); the real/imag rules emit it
@@ -48,4 +50,26 @@ def isreal(x):
     return _ops.imag(x) == 0
 
 
-__all__ = ["complex64", "complex128", "iscomplexobj", "isrealobj", "iscomplex", "isreal"]
+def real_if_close(a, tol=100):
+    """``np.real_if_close``: the real part when every imaginary part is within ``tol``
+    machine epsilons of zero (``tol`` below 1 is an absolute bound), else ``a``. A real
+    ``a`` is returned as it is. Which one depends on the values, so a traced complex
+    ``a`` (whose values are not known) is an error; a tape tensor is decided by its
+    value, and the real part differentiates as ``real``."""
+    if not _is_dispatched(a):
+        return _np.real_if_close(a, tol)
+    dtype = _dtype(a)
+    if dtype.kind != "c":
+        return a
+    value = getattr(a, "_cr_value", None)
+    if value is None:
+        raise ConcretizationError(
+            "real_if_close: whether the result is real depends on the values, which a "
+            "traced array does not have; use cnp.real(a) if the imaginary part is known to "
+            "be negligible")
+    bound = tol * _np.finfo(dtype).eps if tol > 1 else tol
+    return _ops.real(a) if _np.all(_np.abs(_np.imag(value())) < bound) else a
+
+
+__all__ = ["complex64", "complex128", "iscomplexobj", "isrealobj", "iscomplex", "isreal",
+           "real_if_close"]

@@ -1,6 +1,6 @@
 """Products and matrix structure with NumPy's signatures: ``einsum``, ``tensordot``,
 ``dot``, ``inner``, ``outer``, ``vdot``, ``vecdot``, ``kron``, ``cross``, ``trace``,
-``diagonal``, ``diag``, ``tril``, ``triu``, ``matrix_transpose``.
+``diagonal``, ``make_diagonal``, ``diag``, ``tril``, ``triu``, ``matrix_transpose``.
 
 All are composites of the basic ops (``matmul`` for every contraction,
 ``permute_dims`` / ``reshape``, integer-array gathers for diagonals, ``where``
@@ -435,6 +435,37 @@ def diag(v, k=0):
     return _ops.index_update(_ops.index_add, _np.zeros((n, n), _dtype(v)), (r, c), v)
 
 
+def make_diagonal(D, offset=0, axis1=-1, axis2=-2):
+    """The array whose ``offset`` diagonal in the ``axis1`` x ``axis2`` planes is ``D``'s
+    last axis (zeros elsewhere): the inverse of ``diagonal(out, offset, axis1, axis2)``,
+    batched over ``D``'s leading axes (autograd.numpy's ``make_diagonal``, which takes
+    only ``offset=0, axis1=-1, axis2=-2``; any offset and pair of axes here).
+
+    >>> make_diagonal(_np.array([1.0, 2.0]), offset=1, axis1=0, axis2=1)
+    array([[0., 1., 0.],
+           [0., 0., 2.],
+           [0., 0., 0.]])
+    """
+    shape = _shape(D)
+    if not shape:
+        raise LinalgArgumentError("make_diagonal: D must have at least one dimension")
+    n = _ndim(D) + 1
+    i, j = _axis(axis1, n, "axis1"), _axis(axis2, n, "axis2")
+    if i == j:
+        raise LinalgArgumentError("axis1 and axis2 cannot be the same")
+    m = shape[-1]
+    size = m + abs(offset)
+    # out[..., a, b] = sum_k D[..., k] [a == k + rows0] [b == k + cols0]: one product each
+    rows = (_np.arange(size)[:, None] == _np.arange(m) + max(0, -offset)).astype(_dtype(D))
+    cols = (_np.arange(size)[None, :] == _np.arange(m)[:, None] + max(0, offset))
+    row = _ops.reshape(D, shape[:-1] + (1, m))  # a reshape, not D[..., None, :]: no gather
+    out = _ops.matmul(_ops.multiply(row, rows), cols.astype(_dtype(D)))
+    order = [k for k in range(n - 2)]
+    for position, source in sorted(((i, n - 2), (j, n - 1))):
+        order.insert(position, source)
+    return _permute(out, order)
+
+
 def _triangle(m, k, lower):
     shape = _shape(m)
     rows_cols = shape[-2:] if len(shape) >= 2 else shape * 2 if shape else None
@@ -468,4 +499,5 @@ def matrix_transpose(x, /):
 
 
 __all__ = ["einsum", "einsum_path", "tensordot", "dot", "inner", "outer", "vdot", "vecdot",
-           "kron", "cross", "diagonal", "trace", "diag", "tril", "triu", "matrix_transpose"]
+           "kron", "cross", "diagonal", "trace", "diag", "tril", "triu", "matrix_transpose",
+           "make_diagonal"]

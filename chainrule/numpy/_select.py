@@ -68,10 +68,20 @@ _NO = object()
 
 
 @_exposes(_ops.where)
+def _has_array(value) -> bool:
+    """Whether an array, NumPy scalar, traced value or tape tensor is in ``value``."""
+    if isinstance(value, (list, tuple)):
+        return any(_has_array(v) for v in value)
+    return not isinstance(value, (bool, int, float, complex))
+
+
 def where(condition, x=_NO, y=_NO):
     """``np.where``. With ``x`` and ``y``: elements of ``x`` where ``condition`` holds,
     else of ``y``, all three broadcast together; a non-bool condition means
     ``condition != 0``; the keyword form ``where(condition=c, x=a, y=b)`` works.
+    When ``condition``, ``x`` and ``y`` are all Python values (numbers, lists; no array
+    anywhere), the result is a Python value too (``where(True, 1, 2)`` is ``1``), as in
+    autograd.numpy; NumPy and JAX give an array.
     With the condition alone: the indices where it holds (``np.nonzero``), on concrete
     arrays and tape tensors only: their number depends on the data, so a traced
     condition is an error (as in JAX without ``size=``)."""
@@ -88,6 +98,9 @@ def where(condition, x=_NO, y=_NO):
         return _np.nonzero(_np.asarray(condition))
     if x is _NO or y is _NO:
         raise ShapeArgumentError("where: either both or neither of x and y should be given")
+    if not any(_has_array(v) for v in (condition, x, y)):
+        result = _np.where(condition, x, y)
+        return result.tolist() if isinstance(result, _np.ndarray) else result
     if isinstance(x, (list, tuple)):
         x = _as_value(x)
     if isinstance(y, (list, tuple)):

@@ -290,6 +290,30 @@ def _squeeze(out):
     return out if kept == shape else _ops.reshape(out, kept)
 
 
+def _singular_logpdf(r, cov):
+    """SciPy's ``allow_singular=True`` density on the support of a positive semi-definite
+    ``cov``: -(rank log(2 pi) + log pdet cov + r^T pinv(cov) r) / 2, from ``eigh`` with
+    the eigenvalues below SciPy's cutoff (1e6 eps max|s| in float64, 1e3 eps in float32)
+    taken as zero; -inf where r leaves the support (the span of the kept eigenvectors),
+    NaN for a cov that is not semi-definite (SciPy raises). The derivative in cov goes
+    through eigh's rule (the rank held fixed)."""
+    s, u = _ops.eigh(cov, True)
+    dtype = _np.dtype(s.dtype.numpy if hasattr(s.dtype, "numpy") else s.dtype)
+    cutoff = (1e3 if dtype == _np.float32 else 1e6) * _np.finfo(dtype).eps
+    eps = cutoff * _ops.max(_ops.abs(s))
+    kept = s > eps
+    safe = _ops.where(kept, s, _np.ones((), dtype))
+    whitened = _ops.matmul(r, u) * _ops.where(kept, safe ** -0.5, _np.zeros((), dtype))
+    maha = _ops.sum(whitened ** 2, -1)
+    rank = _ops.sum(_ops.astype(kept, dtype))
+    log_pdet = _ops.sum(_ops.where(kept, _ops.log(safe), _np.zeros((), dtype)))
+    out = -0.5 * (maha + rank * (2 * _LOG_SQRT_2PI) + log_pdet)
+    off = _ops.sum(_ops.abs(_ops.matmul(r, u)) * _ops.astype(~kept, dtype), -1)
+    out = _ops.where(off > 1e3 * eps, _np.array(-_np.inf, dtype), out)
+    not_psd = _ops.min(s) < -eps
+    return _ops.where(not_psd, _np.array(_np.nan, dtype), out)
+
+
 class _MultivariateNormal(_Distribution):
     """The multivariate normal distribution: ``logpdf``, ``pdf`` of x with ``mean`` and
     ``cov`` (a matrix, a 1-D diagonal or a scalar times the identity). As SciPy, x's
@@ -301,10 +325,8 @@ class _MultivariateNormal(_Distribution):
 
     def logpdf(self, x, mean=None, cov=1, allow_singular=False):
         """-(d log(2 pi) + log det cov + r^T cov^-1 r) / 2, r = x - mean"""
-        if allow_singular:
-            raise _ChainruleError("multivariate_normal: allow_singular=True (a pseudo-"
-                                  "inverse of a singular covariance) is not supported")
         cov_shape = _shape(cov)
+        singular = allow_singular and len(cov_shape) == 2
         if mean is not None:
             dim = int(_np.prod(_shape(mean), dtype=_np.int64))
         elif len(cov_shape) >= 1:
@@ -330,6 +352,8 @@ class _MultivariateNormal(_Distribution):
         elif len(cov_shape) == 1:
             maha = _ops.sum(r * r / cov, -1)
             logdet = _ops.sum(_ops.log(cov))
+        elif singular:
+            return _squeeze(_singular_logpdf(r, _as_float(cov)))
         else:
             lead = _shape(r)[:-1]
             rows = _ops.reshape(r, (int(_np.prod(lead, dtype=_np.int64)), dim))

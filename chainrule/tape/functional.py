@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numpy as cnp
-from ..errors import GradientError
+from ..errors import OutputTypeError
 from ..tree import flatten, unflatten
 from .graph import grad_tensors
 from .tensor import Tensor, strict
@@ -50,7 +50,7 @@ def value_and_grad_on_tape(f, args, wanted_leaves: set[int], has_aux: bool,
     value, aux = out if has_aux else (out, None)
     dtype = value.dtype if isinstance(value, Tensor) else np.asarray(value).dtype
     if np.dtype(dtype).kind == "c" and not holomorphic:
-        raise GradientError("grad of a complex-valued function: pass holomorphic=True for the "
+        raise OutputTypeError("grad of a complex-valued function: pass holomorphic=True for the "
                             "complex derivative f'(z), or differentiate a real loss")
     grads = grad_tensors(value, wrt, create_graph=nested)
     value = value if nested or not isinstance(value, Tensor) else value.value()

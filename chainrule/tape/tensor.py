@@ -211,7 +211,11 @@ class Tensor(ArrayMethods):
         return int(self.value())
 
     def __array__(self, dtype=None, copy=None):
-        if self.requires_grad and MODE.grad_enabled:
+        # integers and bools (an index array, np.int64(t) as autograd programs pick
+        # indices) have a zero derivative: nothing is cut, as autograd unboxes int dtypes
+        integral = (np.dtype(self.dtype).kind in "biu"
+                    or dtype is not None and np.dtype(dtype).kind in "biu")
+        if self.requires_grad and MODE.grad_enabled and not integral:
             # a silent conversion would cut the graph and give wrong gradients
             raise ChainruleError(
                 "converting a tensor that requires grad to a NumPy array would detach it "

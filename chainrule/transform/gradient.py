@@ -29,7 +29,7 @@ def main_adjoint(x: f32[5, 5], y: f32[5, 5]) -> tuple[f32, tuple[f32[5, 5], f32[
 from __future__ import annotations
 
 from .. import ops
-from ..errors import GradientError
+from ..errors import GradientError, OutputTypeError
 from ..ir.collector import collector_paused
 from ..ir.nodes import Function, If, Module, Tuple, Var, While
 from ..ir.types import TensorType, TupleType, has_float
@@ -95,7 +95,7 @@ def gradient(module: Module, func: str = "main", require_grads=None, target_inde
         ttype = rtype.fields[target_index]
     if not sens and not (isinstance(ttype, TensorType) and ttype.shape == ()
                          and ttype.dtype.is_float):
-        raise GradientError(
+        raise OutputTypeError(
             f"gradient of {func}: the target must be a float scalar, but it is {ttype!r}; "
             f"reduce it (e.g. sum) or pass sens=True to supply its cotangent"
             + (" (or target_index to pick a tuple field)" if isinstance(ttype, TupleType) else ""))

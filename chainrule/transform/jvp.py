@@ -41,6 +41,7 @@ from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_var
 from ..rules import JVP, NoDerivative, has_jvp
 from .adjoint import Adjoints
 from .base import OptionsPass, register_pass
+from .gradient_sweep import arg_type_of
 from .jvp_closures import (
     STACK_FORWARD,
     closure_call_forward,
@@ -281,7 +282,8 @@ def _getitem_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     t = sweep.tangent(binding.value.tuple_value)
     if t is None:
         return
-    parts = sweep.adj.split(t, binding.value.tuple_value.type)
+    # the tuple may be a literal Tuple (a pullback's result), which has no .type
+    parts = sweep.adj.split(t, arg_type_of(binding.value.tuple_value))
     sweep.set_tangent(binding.var, parts[binding.value.index], new)
 
 
