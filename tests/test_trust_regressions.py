@@ -85,3 +85,74 @@ def test_transpose_of_linearized_gradient_through_checkpointed_loop(make, budget
     np.testing.assert_allclose(got, pullback(CT)[0], rtol=1e-9, atol=1e-12)
     fd = _fd_jac(cr.grad(make(None)), X)
     np.testing.assert_allclose(got, fd.T @ CT, rtol=1e-5, atol=1e-7)
+
+
+# -- custom functions closing over differentiated values ------------------------------
+
+X0 = np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.3]])
+
+
+def _closing_g(w):
+    """A custom_vjp function of ``a`` that closes over ``w``; its bwd reads ``w`` too."""
+
+    @cr.custom_vjp
+    def g(a):
+        return cnp.tanh(a @ w)
+
+    def fwd(a):
+        y = g(a)
+        return y, y
+
+    def bwd(y, ct):
+        return (((1 - y ** 2) * ct) @ w.T,)
+
+    g.defvjp(fwd, bwd)
+    return g
+
+
+def test_custom_vjp_closing_over_the_differentiated_value_is_refused_by_name():
+    """JAX refuses closed-over tracers in custom_vjp: the rule has no cotangent for W,
+    so grad with respect to W is an error naming g and W, never a zero."""
+
+    def loss(w):
+        return cnp.sum(_closing_g(w)(X0) ** 2)
+
+    with pytest.raises(cr.errors.ChainruleError, match=r"g: .*custom_vjp.* w, a value"):
+        cr.grad(loss)(W)
+
+
+def test_custom_vjp_closing_over_a_traced_constant_reads_it_in_bwd():
+    """Closed over a traced value that is not differentiated (closure conversion done
+    for the user): bwd reads it, and grad, hvp and forward mode are right."""
+
+    def loss(x, w):
+        return cnp.sum(_closing_g(w)(x[None, :] * X0) ** 2)
+
+    def plain(x, w):
+        return cnp.sum(cnp.tanh((x[None, :] * X0) @ w) ** 2)
+
+    got = cr.grad(loss, argnums=0)(X, W)
+    np.testing.assert_allclose(got, cr.grad(plain, argnums=0)(X, W), rtol=1e-12)
+    np.testing.assert_allclose(got, _fd_grad(lambda x: plain(x, W), X), rtol=1e-6)
+    _, tangent = cr.jvp(lambda x: loss(x, W), (X,), (V,))
+    np.testing.assert_allclose(tangent, got @ V, rtol=1e-10)
+    hv = cr.hvp(lambda x: loss(x, W), (X,), (V,))
+    hv = hv[0] if isinstance(hv, tuple) else hv
+    want = _fd_jac(cr.grad(lambda x: plain(x, W)), X) @ V
+    np.testing.assert_allclose(hv, want, rtol=1e-5, atol=1e-8)
+
+
+def test_custom_vjp_bwd_reading_an_outside_traced_value_is_an_error_naming_it():
+    """bwd reads a traced value the output does not depend on: not a residual, not an
+    argument, so it cannot reach the backward pass; a chainrule error says so."""
+
+    def loss(x, w):
+        @cr.custom_vjp
+        def g(a):
+            return cnp.sin(a)
+
+        g.defvjp(lambda a: (g(a), a), lambda a, ct: (ct * cnp.cos(a) + 0.0 * w[0],))
+        return cnp.sum(g(x))
+
+    with pytest.raises(cr.errors.GradientError, match=r"g: .*pass it in as an argument"):
+        cr.grad(loss, argnums=0)(X, W)
