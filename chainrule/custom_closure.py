@@ -16,6 +16,7 @@ import contextlib
 
 from .emit.trace import _TRACE_STACK, REBOUND, Traced
 from .errors import GradientError, TraceError
+from .frontend.tracer import recording_trace
 from .ir.nodes import Function, Var
 from .ir.types import has_float
 from .ir.visitor import atoms_of, block_free_vars, nested_blocks
@@ -34,9 +35,10 @@ def _reads(value) -> list:
 def mark(leaves):
     """Where recording stands before the function runs: (trace, bindings so far) on
     traced values, the next node number on tape tensors."""
-    traced = [x for x in leaves if isinstance(x, Traced)]
-    if traced:
-        trace = max((x.tracer for x in traced), key=lambda t: t.level)
+    if any(isinstance(x, Traced) for x in leaves):
+        # the innermost function being traced, which records the function's body: the
+        # arguments may all be an enclosing trace's values (its captured inputs)
+        trace = recording_trace(leaves)
         return trace, len(trace.builder.bindings)
     return None, next(_NODE_NUMBERS)
 
@@ -53,7 +55,10 @@ def closed_over(start, leaves, out_leaves) -> list:
 def _traced_roots(trace, position, leaves, out_leaves) -> list:
     bindings = trace.builder.bindings[position:]
     defined = {b.var: b.value for b in bindings}
-    args = {x.variable for x in leaves if isinstance(x, Traced) and x.tracer is trace}
+    # the arguments as this trace sees them: its own values, or the parameters that
+    # outer arguments were lifted into
+    args = {x.variable if x.tracer is trace else trace.lifted.get(x.variable)
+            for x in leaves if isinstance(x, Traced)}
     stack = [x.variable for x in out_leaves
              if isinstance(x, Traced) and x.tracer is trace and isinstance(x.variable, Var)]
     seen, roots = set(), []

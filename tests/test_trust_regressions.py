@@ -156,3 +156,114 @@ def test_custom_vjp_bwd_reading_an_outside_traced_value_is_an_error_naming_it():
 
     with pytest.raises(cr.errors.GradientError, match=r"g: .*pass it in as an argument"):
         cr.grad(loss, argnums=0)(X, W)
+
+
+# -- hvp through functions called on captured arrays only ------------------------------
+# Under hvp (jvp of grad) the captured arrays are the outer trace's hidden inputs: a
+# function called on them alone must still be recorded in the innermost trace, where its
+# result meets the inner function's argument (chainrule.frontend.tracer.recording_trace).
+
+RNG = np.random.default_rng(3)
+C0 = RNG.normal(size=(4, 3)) * 0.5
+SHIFT = np.array([0.1, -0.2, 0.3])
+
+
+class _Model:
+    def __init__(self, c):
+        self.c = c
+
+
+@cr.script
+def _shifted(a):
+    return cnp.tanh(a + SHIFT) * 1.5
+
+
+@cr.custom_vjp
+def _soft(a):
+    return cnp.tanh(a)
+
+
+_soft.defvjp(lambda a: (_soft(a), a), lambda a, ct: (ct * (1 - cnp.tanh(a) ** 2),))
+
+
+def _captured_loss(kind, model):
+    if kind == "jit":
+        def loss(w):
+            h = cr.jit(lambda a: cnp.sin(a) * 1.5)(model.c)
+            return cnp.sum(cnp.tanh(h @ w) ** 2)
+    elif kind == "jit closing over w":
+        def loss(w):
+            return cnp.sum(cr.jit(lambda a: cnp.tanh(a @ w))(model.c) ** 2)
+    elif kind == "script":
+        def loss(w):
+            return cnp.sum(cnp.tanh(_shifted(model.c) @ w) ** 2)
+    elif kind == "custom_vjp":
+        def loss(w):
+            return cnp.sum(cnp.tanh(_soft(model.c) @ w) ** 2)
+    elif kind == "fixed_point":
+        def loss(w):
+            x = cr.fixed_point(lambda x, c, w: 0.5 * cnp.tanh(x @ w) + c, model.c, model.c, w)
+            return cnp.sum(x ** 2)
+    elif kind == "fixed_point closing over w":
+        def loss(w):
+            x = cr.fixed_point(lambda x: 0.5 * cnp.tanh(x @ w) + model.c, model.c)
+            return cnp.sum(x ** 2)
+    elif kind == "custom_root":
+        def loss(w):
+            def solve(f, x):
+                return cr.fori_loop(0, 60, lambda i, x: x - f(x), x)
+
+            def tangent_solve(g, y):  # g is x - 0.5 tanh(x @ w) linearized: iterate
+                return cr.fori_loop(0, 60, lambda i, t: t - g(t) + y, y)
+
+            x = cr.custom_root(lambda x: x - 0.5 * cnp.tanh(x @ w) - model.c, model.c,
+                               solve, tangent_solve)
+            return cnp.sum(x ** 2)
+    else:
+        raise AssertionError(kind)
+    return loss
+
+
+CAPTURED_KINDS = ["jit", "jit closing over w", "script", "custom_vjp", "fixed_point",
+                  "fixed_point closing over w", "custom_root"]
+
+
+@pytest.mark.parametrize("kind", CAPTURED_KINDS)
+def test_hvp_through_functions_of_captured_arrays(kind):
+    model = _Model(C0.copy())
+    v = RNG.normal(size=(3, 3))
+    got = cr.hvp(_captured_loss(kind, model), (W,), (v,))
+    got = got[0] if isinstance(got, tuple) else got
+    g = cr.grad(_captured_loss(kind, model))
+    eps = 1e-5
+    fd = (g(W + eps * v) - g(W - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(got, fd, rtol=1e-5, atol=1e-7)
+    f = _captured_loss(kind, model)
+    ror = cr.grad(lambda w: cnp.sum(cr.grad(f)(w) * v))(W)
+    np.testing.assert_allclose(got, ror, rtol=1e-8, atol=1e-10)
+    model.c = -0.5 * C0  # the captured array rebound: the next call sees it
+    f2 = _captured_loss(kind, model)
+    again = cr.hvp(f2, (W,), (v,))
+    again = again[0] if isinstance(again, tuple) else again
+    g2 = cr.grad(_captured_loss(kind, model))
+    np.testing.assert_allclose(again, (g2(W + eps * v) - g2(W - eps * v)) / (2 * eps),
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_hvp_of_custom_vjp_on_a_captured_array_closing_over_w_is_refused_not_zero():
+    """g's argument is only the captured array (the outer trace's hidden input) while g
+    closes over w: the closure is found in the innermost trace, which records g's body,
+    so hvp refuses by name, where it used to return a silent zero."""
+    model = _Model(C0.copy())
+
+    def loss(w):
+        @cr.custom_vjp
+        def g(a):
+            return cnp.tanh(a @ w)
+
+        g.defvjp(lambda a: (g(a), a), lambda a, ct: (ct,))
+        return cnp.sum(g(model.c) ** 2)
+
+    for route in (lambda: cr.grad(loss)(W), lambda: cr.hvp(loss, (W,), (V[:, None] * W,))):
+        with pytest.raises(cr.errors.ChainruleError, match=r"g: .* respect to w, a value"):
+            route()
