@@ -69,7 +69,7 @@ class _Structure:
     residual leaves that are static (not arrays)."""
 
     def __init__(self, nondiff, in_tree, out_tree, res_tree, res_static, dyn, n_args, arg_avals,
-                 n_closed=0):
+                 closed=()):
         self.nondiff = nondiff
         self.in_tree = in_tree
         self.out_tree = out_tree
@@ -79,7 +79,11 @@ class _Structure:
         self.n_args = n_args
         self.arg_avals = arg_avals  # (shape, dtype) of each differentiable leaf
         self.n_out = out_tree.num_leaves
-        self.n_closed = n_closed  # values the outputs read from outside the arguments
+        # values the outputs read from outside the arguments: their names, and the IR
+        # variables the rules' trace rebinds to the operands carrying them
+        self.closed_names = tuple(custom_closure.closed_name(x) for x in closed)
+        self.closed_vars = custom_closure.closed_vars(closed)
+        self.n_closed = len(closed)
 
 
 class _Custom:
@@ -177,7 +181,13 @@ class _Custom:
 
     def _closed(self, s: _Structure) -> tuple:
         """The rules' answer for the values the outputs read from outside the arguments."""
-        return (NoDerivative(custom_closure.refusal(self.name, self.kind)),) * s.n_closed
+        return tuple(NoDerivative(custom_closure.refusal(self.name, self.kind, what))
+                     for what in s.closed_names)
+
+    def _rebound(self, s: _Structure, operands, start: int):
+        """Run a rule with the closed-over values read as the operands from ``start``."""
+        return custom_closure.rebound(self.name, self.kind, s.closed_vars,
+                                      operands[start:start + s.n_closed])
 
     # -- checks ------------------------------------------------------------------------
     def _check_cotangents(self, s: _Structure, cts, what: str) -> list:
@@ -247,10 +257,10 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
         avals = [_shape_dtype(x) or (np.shape(x), np.asarray(x).dtype) for x in leaves]
         closed = custom_closure.closed_over(start, leaves, out_leaves)
         structure = _Structure(nondiff, in_tree, out_tree, res_tree, static, dyn, len(leaves),
-                               avals, len(closed))
+                               avals, closed)
         key = (tuple(_key(v) for v in nondiff), in_tree, out_tree, res_tree,
                tuple(_key(v) for v in static), dyn, tuple((a[0], a[1].str) for a in avals),
-               len(closed))
+               structure.closed_names, structure.closed_vars)
         operands = (list(leaves) + [res_leaves[i] for i in dyn] + closed + list(out_leaves))
         return self._apply(structure, key, operands)
 
@@ -270,7 +280,9 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
         s = self.structures[structure]
         res = self._residuals(s, operands[s.n_args:s.n_args + len(s.dyn)])
         gs = list(g) if isinstance(g, tuple) else [g]
-        return (tuple(self._cotangents(s, res, gs)) + (None,) * len(s.dyn)
+        with self._rebound(s, operands, s.n_args + len(s.dyn)):
+            cts = self._cotangents(s, res, gs)
+        return (tuple(cts) + (None,) * len(s.dyn)
                 + self._closed(s) + (None,) * s.n_out)
 
     def _jvp_rule(self, z, *operands, structure):
@@ -285,7 +297,8 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
         def contribution(i):
             def f(t):
                 def bwd_leaf(*gs):
-                    ct = self._cotangents(s, res, gs)[i]
+                    with self._rebound(s, operands, s.n_args + len(s.dyn)):
+                        ct = self._cotangents(s, res, gs)[i]
                     return ct if ct is not None else ops.zeros_like(operands[i])
 
                 try:
@@ -328,19 +341,24 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
         closed = custom_closure.closed_over(start, leaves, out_leaves)
         avals = [_shape_dtype(x) or (np.shape(x), np.asarray(x).dtype) for x in leaves]
         structure = _Structure(nondiff, in_tree, out_tree, None, [], (), len(leaves), avals,
-                               len(closed))
+                               closed)
         key = (tuple(_key(v) for v in nondiff), in_tree, out_tree,
-               tuple((a[0], a[1].str) for a in avals), len(closed))
+               tuple((a[0], a[1].str) for a in avals), structure.closed_names,
+               structure.closed_vars)
         return self._apply(structure, key, list(leaves) + closed + list(out_leaves))
 
-    def _tangent_map(self, s: _Structure, args, i):
+    def _tangent_map(self, s: _Structure, operands, i):
         """t -> the output tangent (leaves) for tangent t of argument leaf i alone."""
         from . import ops
+
+        args = operands[:s.n_args]
 
         def f(t):
             tangents = [t if j == i else ops.zeros_like(a) for j, a in enumerate(args)]
             primals = unflatten(s.in_tree, list(args))
-            pair = self.rule(*s.nondiff, tuple(primals), tuple(unflatten(s.in_tree, tangents)))
+            with self._rebound(s, operands, s.n_args):
+                pair = self.rule(*s.nondiff, tuple(primals),
+                                 tuple(unflatten(s.in_tree, tangents)))
             if not isinstance(pair, tuple) or len(pair) != 2:
                 raise GradientError(f"{self.name}: the jvp rule must return (output, "
                                     f"output tangent)")
@@ -360,8 +378,7 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
     def _jvp_rule(self, z, *operands, structure):
         """z = f(x);  dz = the user's rule, one argument's tangent at a time"""
         s = self.structures[structure]
-        args = operands[:s.n_args]
-        return (tuple(self._tangent_map(s, args, i) for i in range(s.n_args))
+        return (tuple(self._tangent_map(s, operands, i) for i in range(s.n_args))
                 + self._closed(s) + (None,) * s.n_out)
 
     def _vjp_rule(self, z, g, *operands, structure):
@@ -371,6 +388,6 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
         s = self.structures[structure]
         args = operands[:s.n_args]
         gs = g if isinstance(g, tuple) else (g,)
-        cts = tuple(linear_transpose(self._tangent_map(s, args, i), args[i])(
+        cts = tuple(linear_transpose(self._tangent_map(s, operands, i), args[i])(
             gs[0] if len(gs) == 1 else gs)[0] for i in range(s.n_args))
         return cts + self._closed(s) + (None,) * s.n_out

@@ -12,7 +12,11 @@ a closure over constants (or values not being differentiated) still works.
 
 from __future__ import annotations
 
-from .emit.trace import Traced
+import contextlib
+
+from .emit.trace import _TRACE_STACK, REBOUND, Traced
+from .errors import GradientError, TraceError
+from .frontend.tracer import recording_trace
 from .ir.nodes import Function, Var
 from .ir.types import has_float
 from .ir.visitor import atoms_of, block_free_vars, nested_blocks
@@ -31,9 +35,10 @@ def _reads(value) -> list:
 def mark(leaves):
     """Where recording stands before the function runs: (trace, bindings so far) on
     traced values, the next node number on tape tensors."""
-    traced = [x for x in leaves if isinstance(x, Traced)]
-    if traced:
-        trace = max((x.tracer for x in traced), key=lambda t: t.level)
+    if any(isinstance(x, Traced) for x in leaves):
+        # the innermost function being traced, which records the function's body: the
+        # arguments may all be an enclosing trace's values (its captured inputs)
+        trace = recording_trace(leaves)
         return trace, len(trace.builder.bindings)
     return None, next(_NODE_NUMBERS)
 
@@ -50,7 +55,10 @@ def closed_over(start, leaves, out_leaves) -> list:
 def _traced_roots(trace, position, leaves, out_leaves) -> list:
     bindings = trace.builder.bindings[position:]
     defined = {b.var: b.value for b in bindings}
-    args = {x.variable for x in leaves if isinstance(x, Traced) and x.tracer is trace}
+    # the arguments as this trace sees them: its own values, or the parameters that
+    # outer arguments were lifted into
+    args = {x.variable if x.tracer is trace else trace.lifted.get(x.variable)
+            for x in leaves if isinstance(x, Traced)}
     stack = [x.variable for x in out_leaves
              if isinstance(x, Traced) and x.tracer is trace and isinstance(x.variable, Var)]
     seen, roots = set(), []
@@ -83,8 +91,48 @@ def _tape_roots(first_seq, leaves, out_leaves) -> list:
     return roots
 
 
-def refusal(name: str, kind: str) -> str:
-    return (f"{name}: differentiating a {kind} function with respect to a value it reads "
-            f"from outside its arguments (a closure over a value being differentiated): its "
-            f"rule only covers its arguments; pass that value in as an argument (and extend "
-            f"the rule), or stop its gradient")
+def closed_vars(closed) -> tuple:
+    """For each closed-over traced value, the IR variables that stand for it (what the
+    rules' trace rebinds): its own, and the outer traces' variables it was lifted from
+    (the function may hold the outer value); empty for tape tensors (no rebinding)."""
+    out = []
+    for x in closed:
+        names = []
+        if isinstance(x, Traced):
+            names.append(x.variable)
+            for tr in reversed(_TRACE_STACK):  # innermost first: lifted from the next out
+                names.extend(v for v, p in tr.lifted.items() if p in names and v not in names)
+        out.append(tuple(names))
+    return tuple(out)
+
+
+def closed_name(x) -> str:
+    return x.variable.name if isinstance(x, Traced) else "a tape tensor that requires grad"
+
+
+@contextlib.contextmanager
+def rebound(name: str, kind: str, variables, operands):
+    """Run a rule with the closed-over values of its function standing for the op's
+    operands that carry them (JAX's closure_convert, done for the user): the rule may
+    read them as constants. A traced value read from outside the arguments that is not
+    one of them is an error naming the function."""
+    mapping = {v: x for names, x in zip(variables, operands) for v in names}
+    REBOUND.append(mapping)
+    try:
+        yield
+    except TraceError as exc:
+        if "escaped the function that traced it" not in str(exc):
+            raise
+        raise GradientError(
+            f"{name}: a {kind} rule reads a traced value from outside the function's "
+            f"arguments and residuals ({exc}); pass it in as an argument, or return it "
+            f"as a residual") from None
+    finally:
+        REBOUND.remove(mapping)
+
+
+def refusal(name: str, kind: str, what: str) -> str:
+    return (f"{name}: differentiating a {kind} function with respect to {what}, a value it "
+            f"reads from outside its arguments (a closure over a value being "
+            f"differentiated): its rule only covers its arguments; pass {what} in as an "
+            f"argument (and extend the rule), or stop its gradient")

@@ -67,7 +67,10 @@ class Traced(ArrayMethods):
         return self.variable.type.dtype.numpy
 
     def _cr_apply(self, op: Op, args, attrs):
-        inner = self.tracer
+        if REBOUND:  # a custom rule reading a value its function closed over
+            args = tuple(_rebound(a) for a in args)
+        traced = [a for a in args if isinstance(a, Traced)]
+        inner = traced[0].tracer if traced else self.tracer
         for a in args:
             if isinstance(a, Traced) and a.tracer.level > inner.level:
                 inner = a.tracer
@@ -83,6 +86,22 @@ class Traced(ArrayMethods):
 
 
 HANDLERS[Traced] = 100
+
+# closure conversion of custom rules (chainrule.custom_closure.rebound): while a rule
+# runs, the values its function closed over stand for the op's operands that carry
+# them into the rule's trace
+REBOUND: list[dict] = []
+
+
+def _rebound(a):
+    # also a running outer trace's value: a rule runs in its own trace, and a value of
+    # the trace that called the custom function (or of one it was lifted from) must
+    # reach it as the op's operand, not be recorded in the caller's trace
+    if isinstance(a, Traced):
+        for mapping in reversed(REBOUND):
+            if a.variable in mapping:
+                return mapping[a.variable]
+    return a
 
 
 def _apply_symbolic(op: Op, args, attrs):

@@ -41,7 +41,7 @@ from ..ir.op import OPS, PYTHON_SCALARS
 from ..ir.types import DType, TensorType, Type
 from ..ops import index_add
 from ..tree import flatten, unflatten
-from .tracer import Trace, Traced, current_trace
+from .tracer import Trace, Traced, recording_trace
 
 INLINE_CONSTANT_SIZE = 16
 BOOL = TensorType((), "bool")
@@ -281,27 +281,6 @@ def _carry_type(out, t: TensorType, weak_init: bool, name: str) -> TensorType:
 
 
 # -- the combinators ------------------------------------------------------------------
-def recording_trace(*trees) -> Trace | None:
-    """The trace a combinator records into: the innermost function being traced
-    (None when nothing is traced and the leaves are not traced values).
-
-    Not the trace of the operands: these may all come from an enclosing trace (an
-    array the function reads from outside, swapped for the outer trace's hidden
-    input by ``capture``, under ``hvp`` = jvp of grad) while the body closes over
-    the inner function's values; recorded in the outer trace, those would escape.
-    Outer operands are lifted into the innermost trace like any other outer value.
-    """
-    tr = current_trace()
-    if tr is None:  # nothing is being traced: a traced leaf outlived its function
-        for tree in trees:
-            for leaf in flatten(tree)[0]:
-                if isinstance(leaf, Traced):
-                    raise TraceError(f"a traced value ({leaf.variable.name}) escaped the "
-                                     f"function that traced it and is used after that "
-                                     f"function returned; return it instead of storing it")
-    return tr
-
-
 def cond(pred, true_fun, false_fun, *operands):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``; both must
     return pytrees of the same structure and types."""

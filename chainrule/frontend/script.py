@@ -59,7 +59,7 @@ from .control import default_type, is_weak, leaf_atom
 from .polymorphic import substitute, unify
 from .script_expr import ScriptError
 from .script_stmt import StmtCompiler
-from .tracer import Trace, Traced, abstract_type
+from .tracer import Trace, Traced, abstract_type, recording_trace
 
 __all__ = ["ScriptError", "ScriptFunction", "script", "script_from_source"]
 
@@ -281,9 +281,9 @@ class ScriptFunction:
         return run(m, *args, func=func)
 
     def inline(self, args):
-        """Compile the body into the trace of the (traced) arguments."""
-        tr = max((x.tracer for x in flatten(list(args))[0] if isinstance(x, Traced)),
-                 key=lambda t: t.level)
+        """Compile the body into the innermost function being traced (the arguments
+        may all be an enclosing trace's values, such as its captured inputs)."""
+        tr = recording_trace(args)
         env = {}
         # a symbol of the annotations (x: "f64[n, 3]") stands for what the traced
         # arguments have there: a size, or a symbol of the trace (polymorphic_shapes)

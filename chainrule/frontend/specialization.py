@@ -19,7 +19,7 @@ from ..ir.nodes import Module, Tuple, Var
 from ..ir.types import TensorType
 from ..ir.visitor import Mutator
 from .capture import Guards
-from .tracer import Trace, Traced
+from .tracer import Trace, Traced, recording_trace
 
 
 def inline_into(trace: Trace, module: Module, func: str, args):
@@ -121,7 +121,9 @@ class _Compiled:
 
     def run_all(self, args):
         """Run on every parameter's value (leaves, lifted, hidden, tail)."""
-        outer = _outer_trace(args)
+        # traced arguments: inlined into the innermost function being traced, not the
+        # arguments' trace (they may all be an enclosing trace's captured inputs)
+        outer = recording_trace(args) if _outer_trace(args) is not None else None
         if outer is not None:
             atoms = [_atom_of(outer, a) for a in args]
             return _unpack_atom(outer, inline_into(outer, self.module, self.func, atoms))

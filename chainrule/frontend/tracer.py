@@ -19,6 +19,27 @@ from .capture import Capture, Guards, sources
 from .randomness import Stand_ins
 
 
+def recording_trace(*trees) -> Trace | None:
+    """The trace a combinator records into: the innermost function being traced
+    (None when nothing is traced and the leaves are not traced values).
+
+    Not the trace of the operands: these may all come from an enclosing trace (an
+    array the function reads from outside, swapped for the outer trace's hidden
+    input by ``capture``, under ``hvp`` = jvp of grad) while the body closes over
+    the inner function's values; recorded in the outer trace, those would escape.
+    Outer operands are lifted into the innermost trace like any other outer value.
+    """
+    tr = current_trace()
+    if tr is None:  # nothing is being traced: a traced leaf outlived its function
+        for tree in trees:
+            for leaf in flatten(tree)[0]:
+                if isinstance(leaf, Traced):
+                    raise TraceError(f"a traced value ({leaf.variable.name}) escaped the "
+                                     f"function that traced it and is used after that "
+                                     f"function returned; return it instead of storing it")
+    return tr
+
+
 def abstract_type(x) -> Type:
     if isinstance(x, Traced):
         return x.variable.type
@@ -177,5 +198,5 @@ def trace(f, *args, **kwargs) -> Module:
     return tf.module
 
 
-__all__ = ["Trace", "Traced", "current_trace", "trace", "trace_function", "abstract_type",
-           "param_names", "TracedFunction"]
+__all__ = ["Trace", "Traced", "current_trace", "recording_trace", "trace", "trace_function",
+           "abstract_type", "param_names", "TracedFunction"]

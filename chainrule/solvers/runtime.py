@@ -38,7 +38,7 @@ from ..backend.codegen import compile_module
 from ..backend.interpret import Interpreter
 from ..custom import custom_vjp
 from ..errors import ChainruleError, TraceError, TypeInferenceError
-from ..frontend.tracer import Trace, Traced, abstract_type, current_trace
+from ..frontend.tracer import Trace, Traced, abstract_type, current_trace, recording_trace
 from ..ir.nodes import Module, Tuple, Var
 from ..ir.op import REQUIRED, is_dispatched
 from ..ir.types import DType, TensorType, TupleType
@@ -239,10 +239,9 @@ class ConvertedFunction:
             raise TraceError(f"{self.__name__}: called with arguments of structure {tree!r}, "
                              f"traced with {self.in_tree!r}")
         values = list(leaves) + list(closed)
-        outer = None
-        for x in values:
-            if isinstance(x, Traced) and (outer is None or x.tracer.level > outer.level):
-                outer = x.tracer
+        # traced values: inlined into the innermost function being traced, not the values'
+        # trace (they may all be an enclosing trace's captured inputs)
+        outer = recording_trace(values) if any(isinstance(x, Traced) for x in values) else None
         if outer is not None:
             from ..api import inline_into
 

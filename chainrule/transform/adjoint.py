@@ -162,7 +162,9 @@ def prune(bindings: list, start: int, roots) -> None:
     results for operands that need no adjoint)."""
     from ..ir.visitor import vars_used
 
-    live = {r for r in roots if isinstance(r, Var)}
+    # a root may be a tuple literal (a rule's partial for a tuple operand, such as a
+    # pushed snapshot): the variables it is made of are what stays live
+    live = {r for r in vars_used(Tuple(list(roots))) if isinstance(r, Var)}
     keep = []
     for b in reversed(bindings[start:]):
         if b.var in live:

@@ -18,6 +18,7 @@ from ..emit.trace import Trace
 from ..errors import TransposeError
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
+from ..ir.infer import arg_type
 from ..ir.nodes import (
     Binding,
     Call,
@@ -200,7 +201,8 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
             raise TransposeError(f"transpose: {v.name} = {value.callee.name}(...) "
                                  f"is not linear in operand {i}")
         if p is not None:
-            fitted.append((value.args[i], adj.fit(p, value.args[i].type)))
+            # an operand may be a tuple literal (a pushed snapshot's tangent)
+            fitted.append((value.args[i], adj.fit(p, arg_type(value.args[i]))))
     prune(tr.b.bindings, start, [f for _, f in fitted])
     for arg, atom in fitted:
         adj.accumulate(arg, atom, tr.wants)
