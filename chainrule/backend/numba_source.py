@@ -191,7 +191,8 @@ UNFUSABLE: dict[str, str] = {
     **{name: _SCIPY for name in (
         "erfinv", "erfcx", "log_ndtr", "digamma", "polygamma", "beta_function", "betaln",
         "gammainc", "gammaincc", "betainc", "stdtr", "bessel_i0", "bessel_i1", "bessel_i0e",
-        "bessel_i1e", "bessel_iv", "bessel_ive")},
+        "bessel_i1e", "bessel_iv", "bessel_ive", "bessel_j0", "bessel_j1", "bessel_y0",
+        "bessel_y1", "bessel_jn", "bessel_yn", "erfcinv", "rgamma", "gammasgn")},
     "sinc": "the derivatives of sinc (n > 0) are series; np.sinc itself is fused (n = 0)",
 }
 REDUCERS = ("sum", "mean", "max", "min", "prod")
