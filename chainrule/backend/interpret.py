@@ -33,6 +33,7 @@ from ..ir.nodes import (
     Var,
     While,
 )
+from ..ir.collector import paused
 from ..ir.op import Op, apply
 from ..ir.symbols import bind_symbols, has_symbolic_attrs, resolve_attrs, type_symbols
 from ..ir.visitor import atoms_of, free_vars, vars_used
@@ -78,6 +79,10 @@ class Interpreter:
         hit = self._dead.get(id(block))
         if hit is not None and hit[0] is block:
             return hit[1]
+        with paused():  # one tuple per binding: the collector would rescan the program
+            return self._dead_after(block)
+
+    def _dead_after(self, block: Block) -> list:
         bindings = block.bindings
         last: dict = {}
         for i, b in enumerate(bindings):
