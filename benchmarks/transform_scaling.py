@@ -182,7 +182,8 @@ def main() -> None:
                     max(r[2] for r in runs)]
         rows.append(row)
     C.table(f"microseconds per binding of the traced chain (first grad: seconds), wall (min, "
-            f"median) and CPU (min), peak RSS MB; {reps} repeat(s) (1 at 100k); load average {os.getloadavg()[0]:.2f}",
+            f"median) and CPU (min), peak RSS MB; {reps} repeat(s) (1 at 100k); load "
+            f"average {os.getloadavg()[0]:.2f}",
             header, rows)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 
 from ..errors import InterpretError
+from ..ir.collector import paused
 from ..ir.nodes import (
     Block,
     Call,
@@ -33,7 +34,6 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.collector import paused
 from ..ir.op import Op, apply
 from ..ir.symbols import bind_symbols, has_symbolic_attrs, resolve_attrs, type_symbols
 from ..ir.visitor import atoms_of, free_vars, vars_used

@@ -47,18 +47,22 @@ def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
     straight-line bindings (for the variables nothing else reads: not a branch, a
     loop, a function call, nor the result)."""
     needs = set(sources)
+    reads = []  # what each binding reads: computed once for both walks
     for b in bindings:
         v = b.value
+        used = vars_used(v)
+        reads.append(used)
         if type(v) is Call and type(v.callee) is Op and not v.callee.differentiable:
             continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
-        if has_float(b.var.type) and any(u in needs for u in vars_used(v)):
+        if has_float(b.var.type) and any(u in needs for u in used):
             needs.add(b.var)
     reaches = {t for t in targets if isinstance(t, Var)}
     counts: dict[Var, int] = {}
     other: set[Var] = set(reaches)
-    for b in reversed(bindings):
+    for i in range(len(bindings) - 1, -1, -1):
+        b = bindings[i]
         if b.var in reaches:
-            used = vars_used(b.value)
+            used = reads[i]
             reaches.update(used)
             if b.var in needs:
                 v = b.value
