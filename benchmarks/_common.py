@@ -176,6 +176,15 @@ def table(title: str, header: list[str], rows: list[list], note: str = "") -> No
     sys.stdout.flush()
 
 
+def uptime() -> str:
+    """The machine's load, printed with every timing table (times under load mislead)."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "uptime: load unknown"
+    return f"uptime: load average {one:.2f} {five:.2f} {fifteen:.2f} (1, 5, 15 min)"
+
+
 def ratio(a, b):
     return None if a is None or b is None else a / b
 

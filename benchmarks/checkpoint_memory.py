@@ -57,7 +57,7 @@ def main() -> None:
         peak = C.peak_tracemalloc(lambda g=g: g(W))
         rows.append((checkpointed, peak, min(times), float(np.median(times))))
     print(f"reverse mode through a {STEPS}-step loop on {N}x{N} matrices "
-          f"({C.versions()}, {repeats} repeats)")
+          f"({C.versions()}, {repeats} repeats; {C.uptime()})")
     print(f"{'checkpoint':>22} | {'peak MB':>8} | {'saved':>6} | {'min ms':>7} | {'median ms':>9}")
     labels = {None: "none", "body": "checkpoint(step)"}
     for ck, peak, tmin, tmed in rows:

@@ -121,7 +121,7 @@ def run_shape(batch: int, width: int, steps: int, reps: int) -> None:
     h_min, h_med = rows["hand-written NumPy"]
     out = [[name, lo * 1e3, med * 1e3, lo / h_min, med / h_med]
            for name, (lo, med) in rows.items()]
-    C.table(f"x: {batch}x{width}, W: {width}x{width}",
+    C.table(f"x: {batch}x{width}, W: {width}x{width} ({C.uptime()})",
             ["", "min ms", "median ms", "min/hand", "med/hand"], out, "; ".join(notes))
 
 

@@ -3,14 +3,19 @@ respect to W, and a Hessian-vector product with respect to x; time and peak memo
 
 Rows: chainrule's ``fori_loop`` storing every step's residuals (stacks of arrays),
 and under ``checkpoint=cr.Budget(snapshots=k)`` (binomial checkpointing, revolve)
-for k = 10 and 100 (k = 1 is quadratic: its step count is printed, not run);
-hand-written NumPy backprop (the baseline); JAX ``lax.fori_loop`` and ``lax.scan``
-under ``jit``; PyTorch eager; autograd: each when installed. Peak memory is the
-peak of NumPy's allocations during one call (tracemalloc; the peers' allocators are
-not seen by it, so their column is empty). The checkpoint table puts the steps run
-again, measured with a step that counts its runs, beside revolve's optimum.
+for k = 10 and 100; hand-written NumPy backprop (the baseline); JAX ``lax.fori_loop``
+and ``lax.scan`` under ``jit``; PyTorch eager; autograd: each when installed. Peak
+memory is the peak of NumPy's allocations during one call (tracemalloc; the peers'
+allocators are not seen by it, so their column is empty).
 
-    python benchmarks/loop10k.py [--quick] [--repeats N] [--steps 10000]
+The budget table runs the loop of ``--budget-steps`` steps (1,000: one snapshot costs
+T(n, 1) = n (n - 1) / 2 steps run again, 50 million at 10,000 steps) under budgets of
+1, 10 and 100 snapshots and storing everything, at first order (grad) and second
+order (hvp: forward over reverse; grad of grad: reverse over reverse), with time, peak
+memory, and the steps run (measured with a step that counts its runs) beside revolve's
+count. ``uptime`` is printed with every table.
+
+    python benchmarks/loop10k.py [--quick] [--repeats N] [--steps 10000] [--budget-steps 1000]
 """
 
 # ruff: noqa: E402, I001  (_common must be imported before NumPy)
@@ -22,36 +27,11 @@ import numpy as np
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.ops.common import define
 from chainrule.ops.stack_schedule import revolve_cost
-from chainrule.rules import jvp_rule, vjp_rule
+from chainrule.testing_steps import count_runs, counted_tanh
 
 BATCH, WIDTH = 8, 16
 BUDGETS = (10, 100)
-
-RUNS = [0]
-
-
-def _counted(x):
-    RUNS[0] += 1
-    return np.tanh(x)
-
-
-counted_tanh = define("bench_counted_tanh", lambda types, attrs: types[0], _counted,
-                      elementwise=True, doc="tanh that counts its runs (benchmark)")
-
-
-@vjp_rule(counted_tanh)
-def _counted_vjp(z, g, x):
-    """z = tanh(x);  dx = g (1 - z^2)"""
-    return (g * (1 - z * z),)
-
-
-@jvp_rule(counted_tanh)
-def _counted_jvp(z, x):
-    """z = tanh(x);  dz = dx (1 - z^2)"""
-    return (lambda t: t * (1 - z * z),)
-
 
 def make_loss(steps: int, budget=None, tanh=cnp.tanh):
     def loss(w, x):
@@ -85,10 +65,15 @@ def chainrule_rows(w, x, v, steps: int, rows: dict, ref) -> None:
         g = cr.grad(make_loss(steps, cr.Budget(snapshots=k)))
         np.testing.assert_allclose(g(w, x), ref, rtol=1e-9)
         rows[f"chainrule fori_loop, Budget(snapshots={k})"] = ("grad", lambda g=g: g(w, x))
-    hv = lambda: cr.hvp(lambda x: make_loss(steps)(w, x), (x,), (v,))
-    rows["chainrule hvp, store all"] = ("hvp", hv)
-    hvk = lambda: cr.hvp(lambda x: make_loss(steps, cr.Budget(snapshots=100))(w, x), (x,), (v,))
-    rows["chainrule hvp, Budget(snapshots=100)"] = ("hvp", hvk)
+    for label, budget in (("store all", None), ("Budget(snapshots=100)",
+                                                  cr.Budget(snapshots=100))):
+        lx = _loss_of_x(steps, budget, w)  # one function: hvp traces it once
+        rows[f"chainrule hvp, {label}"] = ("hvp", lambda lx=lx: cr.hvp(lx, (x,), (v,)))
+
+
+def _loss_of_x(steps: int, budget, w, tanh=cnp.tanh):
+    loss = make_loss(steps, budget, tanh)
+    return lambda x: loss(w, x)
 
 
 def peer_rows(w, x, v, steps: int, rows: dict, ref) -> None:
@@ -148,34 +133,69 @@ def peer_rows(w, x, v, steps: int, rows: dict, ref) -> None:
         rows["autograd"] = ("grad", lambda: agrad(w, x))
 
 
-def checkpoint_table(w, x, steps: int) -> None:
-    """Steps run per gradient: measured with the counting step, beside revolve."""
+def _derivatives(steps: int, budget, w, v, tanh=cnp.tanh) -> dict:
+    """grad, hvp and grad of grad (with respect to x) of the loop, compiled at once."""
+    lx = _loss_of_x(steps, budget, w, tanh)
+    g = cr.grad(lx, eager_compile=True)
+    gg = cr.grad(lambda x: cnp.sum(g(x) * v), eager_compile=True)
+    return {"grad": g, "hvp": lambda x: cr.hvp(lx, (x,), (v,), eager_compile=True),
+            "grad of grad": gg}
+
+
+def _time(fn, reps: int) -> tuple[float, float]:
+    """(min, median) seconds of ``reps`` calls after one warm-up call (slow rows: no
+    calibration runs)."""
+    import time
+
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), float(np.median(times))
+
+
+def budget_table(w, x, v, steps: int, reps: int) -> None:
+    """Time, peak memory and steps run under budgets of 1, 10, 100 snapshots, orders 1-2."""
     out = []
-    for k in (1, *BUDGETS):
-        best = revolve_cost(steps, k)
-        theory = best + steps + 1  # revolve's advances, the taped steps, the final step
-        if k == 1:
-            out.append([f"Budget(snapshots={k})", theory, "not run (quadratic)", "", ""])
-            continue
-        g = cr.grad(make_loss(steps, cr.Budget(snapshots=k), tanh=counted_tanh))
-        g(w, x)
-        RUNS[0] = 0
-        g(w, x)
-        out.append([f"Budget(snapshots={k})", theory, RUNS[0], best,
-                    RUNS[0] - steps - 1])
-    C.table(f"steps run by one gradient of the {steps}-step loop",
-            ["", "revolve: T(n,c)+n+1", "measured", "T(n,c) advances", "measured advances"],
-            out, "store all: n steps (the forward; the backward reads stored residuals)")
+    for k in (None, 1, 10, 100):
+        budget = None if k is None else cr.Budget(snapshots=k)
+        label = "store all" if k is None else f"Budget(snapshots={k})"
+        plain = _derivatives(steps, budget, w, v)
+        counted = _derivatives(steps, budget, w, v, tanh=counted_tanh)
+        for what, fn in plain.items():
+            if k == 1 and what == "grad of grad":
+                out.append([label, what, None, None, None, None, "not run (cubic)"])
+                continue
+            if k is None:
+                theory = steps
+            elif what == "grad of grad":
+                theory = None  # revolve of revolve: measured only
+            else:  # forward over reverse runs each step once with its tangent
+                theory = revolve_cost(steps, k) + steps + 1
+            lo, med = _time(lambda fn=fn: fn(x), 1 if k == 1 else reps)
+            peak = C.peak_tracemalloc(lambda fn=fn: fn(x))
+            out.append([label, what, lo * 1e3, med * 1e3, f"{peak / 2**20:.2f}", theory,
+                        count_runs(counted[what], x)])
+    C.table(f"{steps}-step loop under a budget: time, peak memory, steps run ({C.uptime()})",
+            ["", "what", "min ms", "median ms", "peak MiB", "revolve: T(n,c)+n+1",
+             "measured steps"], out,
+            "store all runs n steps (the forward; the backward reads stored residuals); "
+            "revolve's T(n, c) advances + the n taped steps + 1 (the forward keeps the last "
+            "carry); grad of grad checkpoints the first reverse mode's loops in turn "
+            "(docs/loops.md)")
 
 
 def main() -> None:
     p = C.parser(__doc__)
     p.add_argument("--steps", type=int, default=10_000)
+    p.add_argument("--budget-steps", type=int, default=1_000)
     ns = p.parse_args()
     reps = C.repeats(ns, 5, 2)
     steps = ns.steps
     print(f"{steps}-step loop x = x - 0.01 * tanh(x @ W), x: {BATCH}x{WIDTH}, float64; "
-          f"{reps} repeats; {C.versions()}")
+          f"{reps} repeats; {C.versions()}; {C.uptime()}")
     rng = np.random.default_rng(0)
     w = rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)
     x = rng.standard_normal((BATCH, WIDTH))
@@ -192,9 +212,9 @@ def main() -> None:
         peak = C.peak_tracemalloc(fn) if not name.startswith(("JAX", "PyTorch")) else None
         out.append([name, kind, lo * 1e3, med * 1e3, lo / base,
                     "" if peak is None else f"{peak / 2**20:.1f}"])
-    C.table("time and peak memory", ["", "what", "min ms", "median ms", "min/hand",
-                                     "peak MiB"], out)
-    checkpoint_table(w, x, steps)
+    C.table(f"time and peak memory ({C.uptime()})", ["", "what", "min ms", "median ms",
+                                                     "min/hand", "peak MiB"], out)
+    budget_table(w, x, v, ns.budget_steps, reps)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ and a small MLP training step (batch 16, 32 -> 64 -> 10, tanh, squared loss).
 Rows: the chainrule tape in steady state (the structure's pullback cached
 and compiled) and on its first iteration (a new structure: the pullback is
 built by the gradient pass and interpreted), the same forward in plain NumPy
-(no gradient), HIPS autograd and PyTorch eager when installed. Prints min
-and median microseconds per recorded op over repeats and the ratio to NumPy,
+(no gradient), HIPS autograd and PyTorch eager when installed, and the
+recording alone (the forward on tensors requiring grad) of the tape and of
+PyTorch. Prints min and median microseconds per recorded op over repeats,
+the ratio to NumPy and, for the tape's rows, to PyTorch's same row,
 then the chainrule forward and backward alone for iterations 1 (a new
 structure: the VJP rules applied eagerly), 2 (the structure came back: its
 pullback built by the gradient pass, optimized and generated
@@ -18,6 +20,7 @@ code once) and 3 (the cached compiled pullback).
 from __future__ import annotations
 
 import gc  # noqa: E402
+import os  # noqa: E402
 import time  # noqa: E402
 
 import _common as C  # noqa: I001  (first: pins thread pools before NumPy loads)
@@ -89,8 +92,13 @@ def tape_iterations(f, params, consts):
     return out
 
 
+def record_tape(f, params, consts):
+    return f(cnp, [ct.tensor(p, requires_grad=True) for p in params], consts)
+
+
 def systems(f, params, consts):
     fns = {"chainrule tape": lambda: run_tape(f, params, consts),
+           "chainrule tape, recording only": lambda: record_tape(f, params, consts),
            "numpy forward only": lambda: f(np, params, consts)}
     ag = C.peer("autograd")
     if ag is not None:
@@ -105,12 +113,16 @@ def systems(f, params, consts):
 
         tconsts = [torch.tensor(c) for c in consts]
 
-        def run_torch():
+        def run_torch(backward=True):
             ts = [torch.tensor(p, requires_grad=True) for p in params]
-            f(TorchNS, ts, tconsts).backward()
+            loss = f(TorchNS, ts, tconsts)
+            if not backward:
+                return loss
+            loss.backward()
             return [t.grad for t in ts]
 
         fns["torch eager"] = run_torch
+        fns["torch eager, recording only"] = lambda: run_torch(backward=False)
     return fns
 
 
@@ -119,25 +131,31 @@ def main():
     p.add_argument("--ops", type=int, default=1000, help="ops in the elementwise chain")
     ns = p.parse_args()
     reps = C.repeats(ns, full=15, quick=3)
-    print(C.versions())
+    print(C.versions(), f"; load average {os.getloadavg()[0]:.2f}")
     for name, (f, params, consts) in workloads(ns.ops).items():
         run_tape(f, params, consts)
         n = tape_graph.STATS["last_nodes"]
         gc.collect()
         gc.disable()
-        try:
-            its = tape_iterations(f, params, consts)
+        try:  # each iteration's forward and backward: the best of 5 new structures
+            runs = [tape_iterations(f, params, consts) for _ in range(5 if reps > 3 else 1)]
+            its = [(min(r[k][0] for r in runs), min(r[k][1] for r in runs))
+                   for k in range(3)]
         finally:
             gc.enable()
         times = C.compare(systems(f, params, consts), reps)
         base = times["numpy forward only"][0]
-        rows = [[k, mn / n * 1e6, md / n * 1e6, C.ratio(mn, base)] for k, (mn, md) in
-                times.items()]
+        torch_row = {"chainrule tape": "torch eager",
+                     "chainrule tape, recording only": "torch eager, recording only"}
+        rows = [[k, mn / n * 1e6, md / n * 1e6, C.ratio(mn, base),
+                 C.ratio(md, times[torch_row[k]][1]) if torch_row.get(k) in times else None]
+                for k, (mn, md) in times.items()]
         rows.insert(0, ["chainrule tape, 1st iteration (new structure)",
-                        sum(its[0]) / n * 1e6, None, sum(its[0]) / base])
+                        sum(its[0]) / n * 1e6, None, sum(its[0]) / base, None])
         C.table(f"{name}: forward + backward, {n} recorded ops, us per op", [
-            "system", "min us/op", "median us/op", "x numpy"], rows)
-        C.table(f"{name}: chainrule forward and backward by iteration", [
+            "system", "min us/op", "median us/op", "min x numpy", "median x torch"], rows)
+        C.table(f"{name}: chainrule forward and backward by iteration (load average "
+                f"{os.getloadavg()[0]:.2f})", [
             "iteration", "forward us/op", "backward us/op", "backward x 1st"],
             [[label, fw / n * 1e6, bw / n * 1e6, bw / its[0][1]]
              for label, (fw, bw) in zip(ITERATIONS, its)])

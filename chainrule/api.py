@@ -14,6 +14,14 @@ import warnings
 
 import numpy as np
 
+from .api_grad_program import (  # noqa: F401  (_reachable, _leaf_ranges: used by the other APIs)
+    _argnums_tuple,
+    _build_grad,
+    _grads_tree,
+    _leaf_ranges,
+    _reachable,
+)
+from .api_polymorphic import run_cached, symbolic_types
 from .backend.interpret import Interpreter
 from .backend.namespaces import OnBackend, get_namespace
 from .checks import (
@@ -37,6 +45,7 @@ from .errors import (
     GradientError,
 )
 from .frontend.capture import Stale
+from .frontend.polymorphic import specs_of as _polymorphic
 from .frontend.randomness import RandomDraws
 from .frontend.specialization import (  # noqa: F401  (used by the other APIs)
     _atom_of,
@@ -54,19 +63,6 @@ from .transform.optimize import optimize
 from .tree import flatten, unflatten
 
 # -- helpers ----------------------------------------------------------------------------
-
-
-def _argnums_tuple(argnums, n_args: int, what: str = "grad") -> tuple[int, ...]:
-    return check_argnums(argnums, n_args, what)
-
-
-def _leaf_ranges(args) -> list[range]:
-    out, start = [], 0
-    for a in args:
-        n = len(flatten(a)[0])
-        out.append(range(start, start + n))
-        start += n
-    return out
 
 
 class _Transform:
@@ -196,89 +192,6 @@ class _Transform:
 # -- grad / value_and_grad -----------------------------------------------------------
 
 
-def _build_grad(f, argnums, has_aux, call, leaves, holomorphic=False, leaf_types=None,
-                eager=None):
-    from .transform.gradient import gradient
-
-    args = call.args
-    nums = _argnums_tuple(argnums, call.n_pos)
-    tf = trace_function(call.fn, args, capture=True, leaf_types=leaf_types)
-    fn = tf.module["main"]
-    ranges = _leaf_ranges(args)
-    wanted = []
-    for a in nums:
-        for i in ranges[a]:
-            p = fn.params[i]
-            if not has_float(p.type):
-                raise GradientError(
-                    f"grad: argument {a} has a leaf of type {p.type!r} ({p.name}); "
-                    f"integer and bool inputs have no gradient (leave them out of argnums)")
-            if holomorphic and p.type.dtype[0] != "c":
-                raise GradientError(f"grad(holomorphic=True): argument {a} has dtype "
-                                    f"{p.type.dtype}; a holomorphic derivative needs complex "
-                                    f"inputs")
-            wanted.append(p)
-    out_leaves = tf.out_tree.num_leaves
-    target_index = None
-    if has_aux:
-        if tf.out_tree.kind is not tuple or len(tf.out_tree.children) != 2:
-            raise GradientError("has_aux=True needs the function to return a pair "
-                                "(value, aux)")
-        if tf.out_tree.children[0].kind is not None:
-            raise GradientError("has_aux=True: the value (first of the pair) must be a scalar")
-        target_index = 0
-    elif out_leaves == 1 and tf.out_tree.kind is None and not (
-            isinstance(fn.ret_type, TensorType) and fn.ret_type.shape == ()
-            and fn.ret_type.dtype.is_float):
-        raise GradientError(
-            f"grad needs a function returning a float scalar, but "
-            f"{getattr(f, '__name__', 'it')} returns {fn.ret_type!r}; reduce it (e.g. "
-            f"cnp.sum), or use cr.vjp (a cotangent of your choice) or cr.jacrev (the whole "
-            f"Jacobian) for a non-scalar output")
-    elif out_leaves != 1 or tf.out_tree.kind is not None:
-        raise GradientError(
-            f"grad needs a function returning one float scalar, but "
-            f"{getattr(f, '__name__', 'it')} returns a {tf.out_tree!r} structure; use vjp "
-            f"for non-scalar outputs or has_aux=True for (value, aux)")
-    target = fn.ret_type if target_index is None else fn.ret_type.fields[target_index]
-    if isinstance(target, TensorType) and target.dtype[0] == "c" and not holomorphic:
-        raise GradientError(
-            f"grad of a complex-valued function ({getattr(f, '__name__', 'f')} returns "
-            f"{target!r}): pass holomorphic=True for the complex derivative f'(z), or "
-            f"differentiate a real loss (cnp.real, cnp.abs, ...); cr.vjp takes any "
-            f"cotangent")
-    if holomorphic and not (isinstance(target, TensorType) and target.dtype[0] == "c"):
-        raise GradientError(f"grad(holomorphic=True) needs a complex output, got {target!r}")
-    module = gradient(tf.module, "main", require_grads=wanted, target_index=target_index)
-    module = Module({"main_adjoint": module["main_adjoint"],
-                     **{k: v for k, v in module.functions.items()
-                        if k not in ("main", "main_adjoint")}}, module.meta)
-    entry = _Compiled(module, "main_adjoint", tf, None, prepare=_optimize_adjoint, eager=eager)
-    entry.nums, entry.ranges, entry.out_tree = nums, ranges, tf.out_tree
-    entry.arg_trees = [flatten(args[a])[1] for a in nums]
-    return entry
-
-
-def _optimize_adjoint(module: Module) -> Module:
-    return _reachable(optimize(module), "main_adjoint")
-
-
-def _reachable(module: Module, root: str) -> Module:
-    """Only the functions ``root`` calls (inlining leaves the others unused)."""
-    from .transform.dce import dce
-
-    return dce(module, roots=[root])
-
-
-def _grads_tree(entry, grads, args):
-    out, k = [], 0
-    for a, tree in zip(entry.nums, entry.arg_trees):  # the structures are in the cache key
-        n = len(entry.ranges[a])
-        out.append(unflatten(tree, list(grads[k:k + n])))
-        k += n
-    return out
-
-
 def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    static_argnums=None, static_argnames=None, polymorphic_shapes=None,
                    eager_compile: bool | None = None):
@@ -350,16 +263,6 @@ def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = Fals
     transform = _Transform(f, build, "value_and_grad", on_tape, statics=statics, diff=argnums)
     transform.poly = _polymorphic(f, polymorphic_shapes, "value_and_grad")
     return transform
-
-
-def _polymorphic(f, polymorphic_shapes, name: str):
-    """The parsed ``polymorphic_shapes`` of a transform of ``f`` (an ``@script``
-    function's symbolic annotations by default)."""
-    from .frontend.polymorphic import annotation_specs, parse_specs
-
-    if polymorphic_shapes is None:
-        return annotation_specs(f)
-    return parse_specs(polymorphic_shapes, name)
 
 
 def grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -456,34 +359,41 @@ def _source_of(entry) -> str:
 # -- vjp --------------------------------------------------------------------------------
 
 
-def vjp(f, *primals, has_aux: bool = False, eager_compile: bool | None = None):
+def vjp(f, *primals, has_aux: bool = False, eager_compile: bool | None = None,
+        polymorphic_shapes=None):
     """``(out, pullback)`` with ``pullback(cotangent)`` a tuple, one per primal.
 
     On arrays, the pullback is a compiled closure over the forward values (no
     recomputation). Inside a trace, the pullback re-emits the adjoint program
     and CSE merges its copy of the forward computation with the first one.
     Each call traces ``f`` again, so the program runs in the interpreter unless
-    ``eager_compile=True`` (``chainrule.backend.tiered``).
+    ``eager_compile=True`` (``chainrule.backend.tiered``), or ``polymorphic_shapes`` (as
+    on ``jit``) keeps one program for every size of the named dimensions.
     """
-    from .transform.gradient import gradient, vjp_module
+    from .transform.gradient import gradient
 
     check_callable(f, "vjp")
-    if any(getattr(x, "requires_grad", False) for x in flatten(tuple(primals))[0]):
+    leaves, _ = flatten(tuple(primals))
+    if any(getattr(x, "requires_grad", False) for x in leaves):
         return _vjp_on_tape(f, primals, has_aux)
+    types = symbolic_types(f, polymorphic_shapes, "vjp", primals)
     try:
         with paused():
-            tf = trace_function(f, primals, capture=True)
+            program, ran = run_cached(
+                f, "vjp", primals, types, lambda: _vjp_program(f, primals, types, eager_compile),
+                lambda p: (p, None if p.entry is None else p.entry.run(leaves)))
     except ConcretizationError:
-        if any(isinstance(x, Traced) for x in flatten(tuple(primals))[0]):
+        if any(isinstance(x, Traced) for x in leaves):
             raise
         return _vjp_on_tape(f, primals, has_aux)
-    leaves, _ = flatten(tuple(primals))
+    except CompiledHigherOrderError:
+        return _vjp_on_tape(f, primals, has_aux)
+    tf = program.tf
     main = tf.module["main"]
     out_tree = tf.out_tree
     if has_aux and (out_tree.kind is not tuple or len(out_tree.children) != 2):
         raise GradientError("vjp(has_aux=True) needs f to return (output, aux)")
     floats = [i for i, p in enumerate(main.params[:len(leaves)]) if has_float(p.type)]
-    outer = _outer_trace(leaves) or _outer_trace(tf.lifted_values)
     adjoint = []  # the adjoint program, made when a cotangent is itself traced or recorded
     hidden = tf.guards.inputs()  # the values the forward read, for the pullback too
 
@@ -500,14 +410,8 @@ def vjp(f, *primals, has_aux: bool = False, eager_compile: bool | None = None):
         interp = Interpreter(adjoint[0], dispatch=True)  # tape tensors record each op
         return interp.call_function(adjoint[0]["main_adjoint"], args, {})[1]
 
-    if outer is None:
-        try:
-            # the captured arrays (hidden parameters after the leaves) are constants
-            module = vjp_module(tf.module, "main", wrt=range(len(leaves)))
-        except CompiledHigherOrderError:
-            return _vjp_on_tape(f, primals, has_aux)
-        out, pull_compiled = _Compiled(module, "main_vjp", tf, None, prepare=optimize,
-                                       eager=eager_compile).run(leaves)
+    if program.entry is not None:
+        out, pull_compiled = ran
 
         def pull(ct):
             if any(is_dispatched(c) for c in flatten(ct)[0]):
@@ -530,8 +434,8 @@ def vjp(f, *primals, has_aux: bool = False, eager_compile: bool | None = None):
         if ct_tree != out_tree:
             raise GradientError(f"pullback: the cotangent has structure {ct_tree!r} but the "
                                 f"output has structure {out_tree!r}")
-        ct_leaves = [like(c, t.shape, t.dtype.numpy, "pullback", "the cotangent")
-                     for c, t in zip(ct_leaves, _leaf_types(main.ret_type))]
+        ct_leaves = [like(c, np.shape(o), t.dtype.numpy, "pullback", "the cotangent")
+                     for c, o, t in zip(ct_leaves, out_values, _leaf_types(main.ret_type))]
         ct_arg = ct_leaves[0] if out_tree.kind is None else tuple(ct_leaves)
         grads = pull(ct_arg)
         flat = [None] * len(leaves)
@@ -543,6 +447,23 @@ def vjp(f, *primals, has_aux: bool = False, eager_compile: bool | None = None):
     if has_aux:
         return out_py, pullback, aux
     return out_py, pullback
+
+
+def _vjp_program(f, primals, types, eager):
+    """``f`` traced for ``vjp`` and, on arrays, its program of the forward values and
+    the compiled pullback (``entry``; None inside an enclosing trace)."""
+    from types import SimpleNamespace
+
+    from .transform.gradient import vjp_module
+
+    leaves = flatten(tuple(primals))[0]
+    tf = trace_function(f, primals, capture=True, leaf_types=types)
+    entry = None
+    if (_outer_trace(leaves) or _outer_trace(tf.lifted_values)) is None:
+        # the captured arrays (hidden parameters after the leaves) are constants
+        module = vjp_module(tf.module, "main", wrt=range(len(leaves)))
+        entry = _Compiled(module, "main_vjp", tf, None, prepare=optimize, eager=eager)
+    return SimpleNamespace(tf=tf, entry=entry, lifted=bool(tf.lifted_values))
 
 
 def _vjp_on_tape(f, primals, has_aux):

@@ -9,6 +9,7 @@ import numpy as np
 
 from . import numpy as cnp
 from .api import Stale, _Compiled, _leaf_ranges, _outer_trace, grad, optimize, vjp
+from .api_polymorphic import run_cached, symbolic_types
 from .checks import check_callable, check_tuple, leaf_signature, like
 from .errors import CompiledHigherOrderError, ConcretizationError, GradientError
 from .frontend.tracer import Traced, trace_function
@@ -22,8 +23,10 @@ def _float_positions(fn, n):
     return [i for i, p in enumerate(fn.params[:n]) if has_float(p.type)]
 
 
-def jvp(f, primals, tangents):
-    """``(f(*primals), J @ tangents)``: forward mode, one pass.
+def jvp(f, primals, tangents, polymorphic_shapes=None):
+    """``(f(*primals), J @ tangents)``: forward mode, one pass. ``polymorphic_shapes``
+    (as on ``jit``, of the primals) traces and compiles once for every size of the
+    named dimensions (``api_polymorphic``).
 
     >>> import numpy as np, chainrule.numpy as cnp
     >>> y, t = jvp(cnp.sin, (np.float64(0.0),), (np.float64(2.0),))
@@ -36,13 +39,15 @@ def jvp(f, primals, tangents):
     leaves, t_leaves = _matching_leaves(primals, tangents, "jvp")
     if any(getattr(x, "requires_grad", False) for x in leaves + t_leaves):
         return _jvp_on_tape(f, primals, tangents)
+    types = symbolic_types(f, polymorphic_shapes, "jvp", primals)
     try:
-        plan = _JvpPlan(f, primals)
+        return run_cached(f, "jvp", primals, types,
+                          lambda: _JvpPlan(f, primals, leaf_types=types),
+                          lambda plan: plan.run(leaves, t_leaves))
     except (ConcretizationError, CompiledHigherOrderError):
         if any(isinstance(x, Traced) for x in leaves + t_leaves):
             raise
         return _jvp_on_tape(f, primals, tangents)
-    return plan.run(leaves, t_leaves)
 
 
 def jvp_via_vjp(f, primals, tangents):
@@ -126,10 +131,12 @@ class _JvpPlan:
     """``f`` traced at the primals' types, its jvp program optimized and ready to run."""
 
     @collector_paused
-    def __init__(self, f, primals, tangent_only: bool = False, eager: bool | None = None):
+    def __init__(self, f, primals, tangent_only: bool = False, eager: bool | None = None,
+                 leaf_types=None):
         from .transform.jvp import jvp as jvp_pass
 
-        self.tf = tf = trace_function(f, primals, capture=True)
+        self.tf = tf = trace_function(f, primals, capture=True, leaf_types=leaf_types)
+        self.lifted = bool(tf.lifted_values)
         self.main = main = tf.module["main"]
         n = len(flatten(tuple(primals))[0])
         # tangents for the arguments; lifted and hidden inputs are constants here
@@ -148,7 +155,8 @@ class _JvpPlan:
         tail = []
         for i in self.floats:
             t = main.params[i].type
-            tail.append(like(t_leaves[i], t.shape, t.dtype.numpy, "jvp", f"tangent {i}"))
+            tail.append(like(t_leaves[i], np.shape(leaves[i]), t.dtype.numpy, "jvp",
+                             f"tangent {i}"))
         args = all_args + tail
         if self.tangent_only:
             out, tout = None, self.entry.run_all(args)
@@ -177,11 +185,31 @@ def _tangent_output_only(module: Module, name: str) -> Module:
     return Module({name: new, **others}, module.meta)
 
 
-def linearize(f, *primals):
-    """``(f(*primals), f_lin)`` where ``f_lin(*tangents)`` is the linear map J,
-    compiled once: the primal work runs now, f_lin runs only the tangent program."""
-    from .transform.linearize import linearize as linearize_pass
+class _LinearPlan:
+    """``f`` traced at the primals' (symbolic) types, unzipped into its primal program
+    (which also returns the residuals) and its tangent program, both ready to run."""
 
+    def __init__(self, f, primals, leaf_types=None):
+        from .transform.linearize import linearize as linearize_pass
+
+        leaves = flatten(tuple(primals))[0]
+        self.tf = tf = trace_function(f, primals, capture=True, leaf_types=leaf_types)
+        self.lifted = bool(tf.lifted_values)
+        self.outer = self.lifted or _outer_trace(leaves) is not None
+        if self.outer:
+            return
+        self.main = main = tf.module["main"]
+        self.module = optimize(linearize_pass(tf.module, "main", wrt=range(len(leaves))))
+        self.primal = _Compiled(self.module, "main_primal", tf, None)
+        self.tangent = _Compiled(self.module, "main_tangent", tf, None, hidden=False)
+        self.floats = _float_positions(main, len(leaves))
+
+
+def linearize(f, *primals, polymorphic_shapes=None):
+    """``(f(*primals), f_lin)`` where ``f_lin(*tangents)`` is the linear map J,
+    compiled once: the primal work runs now, f_lin runs only the tangent program.
+    ``polymorphic_shapes`` (as on ``jit``) makes both programs serve every size of the
+    named dimensions (``api_polymorphic``)."""
     leaves, in_tree = flatten(tuple(primals))
 
     def by_jvp():
@@ -190,36 +218,35 @@ def linearize(f, *primals):
 
     if any(getattr(x, "requires_grad", False) for x in leaves):
         return by_jvp()
+    types = symbolic_types(f, polymorphic_shapes, "linearize", primals)
     try:
-        tf = trace_function(f, primals, capture=True)
+        plan, ran = run_cached(f, "linearize", primals, types,
+                               lambda: _LinearPlan(f, primals, types),
+                               lambda p: (p, None if p.outer else p.primal.run(leaves)))
     except ConcretizationError:
         return by_jvp()  # value-dependent control flow: jvp runs it on the tape
-    if _outer_trace(leaves) is not None or tf.lifted_values:
-        return by_jvp()
-    main = tf.module["main"]
-    try:
-        module = optimize(linearize_pass(tf.module, "main", wrt=range(len(leaves))))
     except CompiledHigherOrderError:
         return by_jvp()
-    out, residuals = _Compiled(module, "main_primal", tf, None).run(leaves)
-    floats = _float_positions(main, len(leaves))
-    tangent_fn = _Compiled(module, "main_tangent", tf, None, hidden=False)
+    if plan.outer:
+        return by_jvp()
+    tf, main, floats = plan.tf, plan.main, plan.floats
+    out, residuals = ran
 
     def f_lin(*tangents):
         t_leaves, t_tree = flatten(tuple(tangents))
         if t_tree != in_tree:
             raise GradientError(f"f_lin: tangents have structure {t_tree!r}, expected "
                                 f"{in_tree!r}")
-        ts = [like(t_leaves[i], main.params[i].type.shape, main.params[i].type.dtype.numpy,
+        ts = [like(t_leaves[i], np.shape(leaves[i]), main.params[i].type.dtype.numpy,
                    "f_lin", f"tangent {i}") for i in floats]
-        tout = tangent_fn.run(list(residuals), tail=ts)
+        tout = plan.tangent.run(list(residuals), tail=ts)
         return tout if tf.out_tree.kind is None else unflatten(tf.out_tree, list(tout))
 
     if tf.out_tree.kind is not None:
         out = unflatten(tf.out_tree, list(out))
     # what linear_transpose needs to transpose the tangent program itself (its
     # residuals may hold stacks of loop values, which cannot become IR constants)
-    f_lin.linearized = (module, tf, list(residuals), floats, primals)
+    f_lin.linearized = (plan.module, tf, list(residuals), floats, primals)
     return out, f_lin
 
 

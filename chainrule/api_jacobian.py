@@ -44,6 +44,7 @@ from .api_jacobian_program import _basis, _Chunked, _has_effects, _Pieces, _stac
 from .api_vmap import basis_jacobian_program, largest_array
 from .checks import StaticArgs, check_argnums, check_argnums_form, check_callable, own
 from .errors import GradientError
+from .frontend.polymorphic import specs_of
 from .frontend.tracer import trace_function
 from .ir.op import is_dispatched
 from .ir.types import TensorType
@@ -143,14 +144,15 @@ VMAP_ELEMENTS = 2**26
 # -- the transforms ---------------------------------------------------------------------
 
 
-def _jacobian(f, argnums, has_aux: bool, holomorphic: bool, mode: str, name: str):
+def _jacobian(f, argnums, has_aux: bool, holomorphic: bool, mode: str, name: str,
+              polymorphic_shapes=None):
     check_callable(f, name)
     check_argnums_form(argnums, name)
     fname = getattr(f, "__name__", "f")
 
     def build(call, leaves):
         nums = check_argnums(argnums, call.n_pos, name)
-        tf = trace_function(call.fn, call.args, capture=True)
+        tf = trace_function(call.fn, call.args, capture=True, leaf_types=t.leaf_types(call))
         plan = _Plan(name, mode, argnums, has_aux, holomorphic, call.args, nums,
                      tf.out_tree, fname)
         main = tf.module["main"]
@@ -164,7 +166,9 @@ def _jacobian(f, argnums, has_aux: bool, holomorphic: bool, mode: str, name: str
         pieces = _Pieces(plan, tf)
         copies = pieces.copies()
         entry = None
-        if copies * largest_array(pieces.module) <= VMAP_ELEMENTS and not _has_effects(
+        if copies is None:  # only the batched program serves every size
+            entry = _Compiled(basis_jacobian_program(pieces), "main_jac", tf, None)
+        elif copies * largest_array(pieces.module) <= VMAP_ELEMENTS and not _has_effects(
                 tf.module):
             try:
                 entry = _Compiled(basis_jacobian_program(pieces), "main_jac", tf, None)
@@ -192,6 +196,7 @@ def _jacobian(f, argnums, has_aux: bool, holomorphic: bool, mode: str, name: str
 
     t = _Transform(f, build, name, on_tape, statics=StaticArgs(f, None, None, name),
                    diff=argnums)
+    t.poly = specs_of(f, polymorphic_shapes, name)
     t.module = lambda *args, **kwargs: t.specialize(t.bind(args, kwargs))[0].module
     return t
 
@@ -255,27 +260,33 @@ def _jacobian_eager(call, name, mode, argnums, nums, has_aux, holomorphic, fname
     return plan.assemble(result, out_leaves[plan.n_target:])
 
 
-def jacfwd(f, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+def jacfwd(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+           polymorphic_shapes=None):
     """The Jacobian of ``f`` by forward mode (one tangent per input element), with
     JAX's output structure (see the module docstring). Inputs must be real unless
     ``holomorphic=True`` (then inputs and outputs are complex and the result is
-    f'(z)); ``has_aux`` returns ``(jacobian, aux)``."""
-    return _jacobian(f, argnums, has_aux, holomorphic, "fwd", "jacfwd")
+    f'(z)); ``has_aux`` returns ``(jacobian, aux)``. ``polymorphic_shapes`` as on
+    ``jit`` (one program for every size; a differentiated leaf is then static or of
+    one symbolic dimension, ``f64[n]``: n basis vectors)."""
+    return _jacobian(f, argnums, has_aux, holomorphic, "fwd", "jacfwd", polymorphic_shapes)
 
 
-def jacrev(f, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+def jacrev(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+           polymorphic_shapes=None):
     """The Jacobian of ``f`` by reverse mode (one cotangent per output element), with
     JAX's output structure. Outputs must be real unless ``holomorphic=True``; for a
     real function of complex inputs the rows follow the gradient's convention
-    (df/dx - i df/dy)."""
-    return _jacobian(f, argnums, has_aux, holomorphic, "rev", "jacrev")
+    (df/dx - i df/dy). ``polymorphic_shapes`` as on ``jacfwd`` (for the outputs)."""
+    return _jacobian(f, argnums, has_aux, holomorphic, "rev", "jacrev", polymorphic_shapes)
 
 
-def hessian(f, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+def hessian(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+            polymorphic_shapes=None):
     """``jacfwd(jacrev(f))``: forward over reverse; for a scalar f of argument x, an
     array of shape ``x.shape + x.shape`` (pytrees nest as in JAX)."""
     check_callable(f, "hessian")
     check_argnums_form(argnums, "hessian")
-    h = jacfwd(jacrev(f, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+    h = jacfwd(jacrev(f, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic,
+               polymorphic_shapes)
     h.__name__ = f"hessian({getattr(f, '__name__', 'f')})"
     return h

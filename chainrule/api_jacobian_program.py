@@ -96,8 +96,9 @@ def _bound_inside(fn) -> set:
     return out
 
 
-def _numel(t) -> int:
-    return int(np.prod(t.shape, dtype=np.int64))
+def _numel(t) -> int | None:
+    """The number of elements of ``t``; None when a dimension is a symbol."""
+    return int(np.prod(t.shape, dtype=np.int64)) if t.is_static else None
 
 
 def _fields(tr, atom, n: int) -> list:
@@ -168,10 +169,12 @@ class _Pieces:
             closure = next(b.value for b in body.bindings if b.var is body.result.fields[1])
             self.copy_size = len(closure.body.bindings)
 
-    def copies(self) -> int:
-        """How many basis vectors (copies of the derivative program) there are."""
+    def copies(self) -> int | None:
+        """How many basis vectors (copies of the derivative program) there are; None
+        when that depends on a symbolic dimension."""
         types = self.in_types if self.plan.mode == "fwd" else self.out_types[:self.plan.n_target]
-        return sum(_numel(t) for t in types)
+        counts = [_numel(t) for t in types]
+        return None if None in counts else sum(counts)
 
     def start(self, tr):
         """Emit the parameters and the primal work; returns the output leaf atoms."""

@@ -36,8 +36,12 @@ import numpy as np
 from .api import _Compiled, _reachable, _Transform
 from .checks import StaticArgs, check_callable, own
 from .errors import ArgumentError, InvalidValueError
+from .frontend.polymorphic import specs_of
 from .frontend.tracer import Traced, trace_function
+from .ir import dims
 from .ir.nodes import Module
+from .ir.types import TensorType
+from .transform.vmap_types import BatchingError
 from .tree import TreeDef, flatten, unflatten
 
 __all__ = ["vmap"]
@@ -140,8 +144,28 @@ def _lane(x, axis):
     return np.lib.stride_tricks.as_strided(np.zeros((), dtype), shape, (0,) * len(shape))
 
 
+def _lane_types(types, axes, size):
+    """The symbolic types of one lane (``types`` without their mapped axes) and the
+    number of lanes (a symbol when the mapped axes are one symbol)."""
+    if types is None:
+        return None, size
+    lane, sizes = [], {}
+    for k, (t, a) in enumerate(zip(types, axes)):
+        if t is None or a is None:
+            lane.append(t)
+            continue
+        a = a % t.ndim
+        sizes.setdefault(t.shape[a], k)
+        lane.append(TensorType(t.shape[:a] + t.shape[a + 1:], t.dtype))
+    if len(sizes) > 1:
+        detail = ", ".join(f"leaf {k}: {d}" for d, k in sizes.items())
+        raise ArgumentError(f"vmap: polymorphic_shapes gives the mapped axes different "
+                            f"dimensions ({detail}); they are one size, name it once")
+    return lane, next(iter(sizes), size)
+
+
 # -- the transform ------------------------------------------------------------------------
-def vmap(f, in_axes=0, out_axes=0, axis_size: int | None = None):
+def vmap(f, in_axes=0, out_axes=0, axis_size: int | None = None, polymorphic_shapes=None):
     """``f`` (a function of one example) mapped over a batch of them, as JAX's ``vmap``.
 
     ``in_axes``: the axis of each positional argument that holds the lanes (an int,
@@ -151,7 +175,9 @@ def vmap(f, in_axes=0, out_axes=0, axis_size: int | None = None):
     result no lane changes). ``axis_size``: the number of lanes when no argument is
     mapped. It is a compiled IR pass (``chainrule.transform.vmap``), so it composes
     with ``grad``, ``jvp``, ``vjp``, ``jit``, control flow and itself; see
-    docs/vmap.md for the rules and where lanes run one by one.
+    docs/vmap.md for the rules and where lanes run one by one. ``polymorphic_shapes``
+    (as on ``jit``, of the batched arguments) makes the named dimensions, the batch
+    axis among them, symbols: one program for every size (docs/symbolic_shapes.md).
 
     >>> import numpy as np, chainrule as cr, chainrule.numpy as cnp
     >>> cr.vmap(lambda w, x: x @ w, in_axes=(None, 0))(np.ones(2), np.eye(2) * 3)
@@ -176,7 +202,9 @@ def vmap(f, in_axes=0, out_axes=0, axis_size: int | None = None):
         size = _size(leaves, axes, axis_size)
         in_tree = call.flat()[1]
         lanes = unflatten(in_tree, [_lane(x, a) for x, a in zip(leaves, axes)])
-        tf = trace_function(call.fn, lanes, capture=True)
+        types = t.leaf_types(call)
+        lane_types, size = _lane_types(types, axes, size)
+        tf = trace_function(call.fn, lanes, capture=True, leaf_types=lane_types)
         main = tf.module["main"]
         extra = len(main.params) - len(leaves)  # lifted and captured values: shared
         outs = _over_tree(out_axes, tf.out_tree, "out_axes")
@@ -200,6 +228,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size: int | None = None):
         return _lanes_in_python(call, in_axes, out_axes, axis_size)
 
     t = _Transform(f, build, "vmap", on_tape, statics=statics)
+    t.poly = specs_of(f, polymorphic_shapes, "vmap")
 
     @functools.wraps(f)
     def batched(*args, **kwargs):
@@ -288,7 +317,7 @@ def basis_lane_program(pieces, index: int, name: str) -> Module:
     lane = dce(Module({name: fn, **pieces.others()}, pieces.module.meta))
     return vmap_pass(lane, name, in_axes=(None,) * len(pieces.main.params) + (0,),
                      out_axes=(0,) * len(parts) + (None,) * (len(atoms) - len(parts)),
-                     axis_size=int(np.prod(t.shape, dtype=np.int64)))
+                     axis_size=numel_dim(t))
 
 
 def basis_jacobian_program(pieces) -> Module:
@@ -299,7 +328,6 @@ def basis_jacobian_program(pieces) -> Module:
     from . import numpy as cnp
     from .frontend.tracer import Trace
     from .ir.nodes import Constant
-    from .transform.vmap_types import BatchingError
 
     plan, fwd = pieces.plan, pieces.plan.mode == "fwd"
     types = pieces.in_types if fwd else pieces.out_types[:plan.n_target]
@@ -312,8 +340,7 @@ def basis_jacobian_program(pieces) -> Module:
             for k, fn in lane.functions.items():
                 if k not in (name, f"{name}_vmap") and extra.setdefault(k, fn) is not fn:
                     raise BatchingError(f"jacobian: two batched copies of {k}")
-            n = int(np.prod(t.shape, dtype=np.int64))
-            out = _inline(tr, lane, f"{name}_vmap", params + [_identity(tr, n, t)])
+            out = _inline(tr, lane, f"{name}_vmap", params + [_identity(tr, numel_dim(t), t)])
             parts = [a.data if isinstance(a, Constant) else tr.wrap(a) for a in out]
             k = plan.n_target if fwd else len(pieces.in_types)
             aux = out[k:]
@@ -339,12 +366,23 @@ def _inline(tr, module: Module, func: str, args) -> list:
     return [tr.builder.emit(TupleGetItem(out, i)) for i in range(len(out.type.fields))]
 
 
-def _identity(tr, n: int, t):
+def numel_dim(t):
+    """The number of elements of the array type ``t`` as a dimension: an int, or an
+    expression of its symbols (a Jacobian of a leaf ``f64[n, 3]`` has ``3*n`` basis
+    vectors, counted when the program runs)."""
+    return functools.reduce(dims.mul, t.shape, 1)
+
+
+def _identity(tr, n, t):
     """The ``n`` basis vectors of leaf type ``t`` as the rows of an ``(n, *t.shape)``
-    array, emitted as ops (not an n*n constant)."""
+    array, emitted as ops (not an n*n constant); ``n`` may be a symbol."""
     from . import ops
 
-    i = tr.apply(ops.arange, (), {"start": 0, "stop": n, "step": 1, "dtype": "i64"})
+    if isinstance(n, str):  # 0, 1, ..., n-1 as a running count (arange takes numbers)
+        count = tr.apply(ops.ones, (), {"shape": (n,), "dtype": "i64"})
+        i = ops.subtract(ops.cumsum(count, axis=0), 1)
+    else:
+        i = tr.apply(ops.arange, (), {"start": 0, "stop": n, "step": 1, "dtype": "i64"})
     eye = ops.astype(ops.equal(ops.expand_dims(i, axis=(1,)), i), t.dtype)
     return tr.atom(ops.reshape(eye, (n, *t.shape)))
 

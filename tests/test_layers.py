@@ -24,7 +24,8 @@ LAYERS = [
     {"frontend"},
     {"tape"},
     {"custom", "custom_closure", "api", "api_forward", "api_jacobian", "api_vmap", "random",
-     "testing", "solvers", "autograd_compat", "_autograd_misc", "api_jacobian_program"},
+     "testing", "testing_steps", "solvers", "autograd_compat", "_autograd_misc",
+     "api_jacobian_program", "api_grad_program", "api_polymorphic"},
     {"__init__", "__main__", "demo"},
 ]
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}

@@ -224,9 +224,11 @@ def test_reshape_with_symbolic_sizes():
             np.testing.assert_allclose(v, vs, err_msg=name)
             np.testing.assert_allclose(g, gs, err_msg=name)
         assert len(poly.cache) == 1, name
-    with pytest.raises(TypeInferenceError, match="expression of the symbols"):
-        cr.jit(lambda x: cnp.reshape(x, (-1,)), polymorphic_shapes=["(n, 3)"])(np.ones((2, 3)))
-    with pytest.raises(TypeInferenceError, match="products of symbols"):
+    # flattening gives 3*n elements (tests/test_symbolic_exprs.py); a size that is no
+    # multiple, or a different product, is an error naming both
+    with pytest.raises(TypeInferenceError, match=r"cannot infer -1 in \(2, -1\) for f64\[n, 3\]"):
+        cr.jit(lambda x: cnp.reshape(x, (2, -1)), polymorphic_shapes=["(n, 3)"])(np.ones((2, 3)))
+    with pytest.raises(TypeInferenceError, match=r"\(3\*n elements\) into \(n, 2\)"):
         cr.jit(lambda x: cnp.reshape(x, (x.shape[0], 2)),
                polymorphic_shapes=["(n, 3)"])(np.ones((2, 3)))
 
@@ -261,13 +263,9 @@ def test_indexing_broadcast_concatenate_and_reductions_over_symbols():
 
 def test_what_symbols_cannot_do_says_why():
     x = np.ones((3, 3))
-    with pytest.raises(TypeInferenceError, match="slicing a symbolic dimension"):
-        cr.jit(lambda x: x[1:], polymorphic_shapes=["(n, 3)"])(x)
-    with pytest.raises(TypeInferenceError, match="concatenate: symbolic sizes"):
-        cr.jit(lambda x: cnp.concatenate([x, x]), polymorphic_shapes=["(n, 3)"])(x)
-    with pytest.raises(ChainruleError, match="prod: the derivative of a product over the "
-                                             "symbolic axes"):
-        cr.grad(lambda x: cnp.sum(cnp.prod(x, axis=0)), polymorphic_shapes=["(n, 3)"])(x)
+    # a slice whose length needs a min/max of the symbol and a bound (x[:2] of n)
+    with pytest.raises(TypeInferenceError, match=r"slicing the symbolic dimension n with x\[:2\]"):
+        cr.jit(lambda x: x[:2], polymorphic_shapes=["(n, 3)"])(x)
 
 
 def test_polymorphic_shape_specifications_are_checked():

@@ -51,6 +51,7 @@ import numpy as np
 from .. import ops
 from ..errors import CodegenError, InterpretError
 from ..ir.collector import collector_paused
+from ..ir.dims import render, symbols_of
 from ..ir.nodes import (
     Block,
     Call,
@@ -430,10 +431,17 @@ class _ModuleCodegen:
     def shape_text(self, shape) -> str | None:
         """``(n, 3)`` for a shape attribute with symbols (the locals bound on entry)."""
         parts = [self.sym_names[d] if d in self.bound_syms else None if type(d) is str
-                 else int_literal(d) for d in shape]
+                 else self.dim_text(d) if isinstance(d, str) else int_literal(d)
+                 for d in shape]
         if any(p is None for p in parts):
             return None
         return f"({parts[0]},)" if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+
+    def dim_text(self, d) -> str | None:
+        """``(n - 1)`` for a dimension expression (``ir.dims``) of symbols bound on entry."""
+        if not all(sym in self.bound_syms for sym in symbols_of(d)):
+            return None
+        return f"({render(d, self.sym_names.__getitem__)})"
 
     def kernel_call(self, op: Op, attrs: dict, args: list) -> str:
         kname = self.intern(("k", id(op)), op.kernel, f"_k_{safe_identifier(op.name, 'op')}")

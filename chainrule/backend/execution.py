@@ -11,7 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InterpretError
+from ..ir.dims import Dim
+from ..ir.symbols import check_expressions
 from ..ir.types import FuncType, TensorType, TupleType
+
+EXPRESSIONS = "(expressions)"  # the key of coerce's symbols that lists expression dims
 
 # what a NumPy kernel raises on data it cannot handle (an index out of bounds, a
 # negative integer power, a singular matrix: LinAlgError is a ValueError)
@@ -40,8 +44,12 @@ def coerce_args(args, params, name: str) -> list:
     """The arguments of a call of function ``name`` as its parameters' types; a
     symbolic dimension (``f64[n]``) must have one size across all of them."""
     symbols: dict = {}
-    return [coerce(a, p.type, f"{name}: argument {p.name}", symbols)
-            for a, p in zip(args, params)]
+    out = [coerce(a, p.type, f"{name}: argument {p.name}", symbols)
+           for a, p in zip(args, params)]
+    if EXPRESSIONS in symbols:  # f64[n - 1]: checked once every symbol is bound
+        check_expressions(symbols.pop(EXPRESSIONS),
+                          {k: v[0] for k, v in symbols.items()})
+    return out
 
 
 def coerce(arg, t, where: str, symbols: dict | None = None):
@@ -70,7 +78,9 @@ def coerce(arg, t, where: str, symbols: dict | None = None):
             raise InterpretError(f"{where}: expected shape {t!r}, got {arr.shape}")
         if symbols is not None:
             for d, size in zip(t.shape, arr.shape):
-                if isinstance(d, str):
+                if isinstance(d, Dim):
+                    symbols.setdefault(EXPRESSIONS, []).append((d, size, where))
+                elif isinstance(d, str):
                     seen = symbols.setdefault(d, (size, where))
                     if seen[0] != size:
                         raise InterpretError(

@@ -58,6 +58,8 @@ from ..ir.nodes import Module
 from .codegen import CompiledFunction, compile_module
 from .execution import coerce_args
 from .interpret import Interpreter
+from .numba_backend import compile_program
+from .numba_backend import enabled as numba_enabled
 
 _KERNEL_FAILED = re.compile(r"(.*? \(binding [^ )]*)(\) failed: .*)", re.S)
 INTERPRETED_CALLS = 15
@@ -100,7 +102,10 @@ class Tiered:
     def compile(self) -> CompiledFunction:
         """The generated code (made now if it was not yet)."""
         if self.compiled is None:
-            self.compiled = compile_module(self.module, self.func)
+            # NumPy code, or with CHAINRULE_NUMBA=1 fused regions that switch to numba
+            # kernels compiled in the background (blocking only when eager)
+            self.compiled = (compile_program(self.module, self.func, self.eager)
+                             if numba_enabled() else compile_module(self.module, self.func))
             self.raw = self._interp = None  # not run again: its memory is freed
         return self.compiled
 

@@ -13,12 +13,15 @@ in ``NUMPY_FUNCTIONS``, which ``chainrule.numpy`` fills when it is imported.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 
 import numpy as np
 
 from .. import ops
 from ..errors import ConcretizationError, MissingMethodError, TraceError
+from ..ir.op import HANDLERS
 
 # NumPy ufunc -> chainrule.numpy function (the bitwise ufuncs on bools are the logical
 # ones: what `np.bool_(True) | x` calls; on integers the logical ops refuse them)
@@ -43,7 +46,10 @@ class ArrayMethods:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        shape = self.shape
+        if all(type(d) is int for d in shape):
+            return int(np.prod(shape, dtype=np.int64))
+        return functools.reduce(operator.mul, shape, 1)  # symbolic: a Dim (ir.dims)
 
     @property
     def T(self):  # noqa: N802
@@ -310,9 +316,26 @@ def array_method(name: str, fn: Callable | None = None):
     return register if fn is None else register(fn)
 
 
+def op_caller(op) -> Callable:
+    """``f(*args, **attrs)`` equal to ``op(*args, **attrs)``, for namespace functions and
+    array methods. For a one-operand op called on a traced value or tape tensor alone,
+    that value takes over as ``op()`` would decide, without its argument handling and
+    dispatch loop: one Python frame less on the tape's record path (``x.sum()``,
+    ``cnp.sin(x)``)."""
+    if op.nargs != 1:
+        def call(*args, **attrs):
+            return op(*args, **attrs)
+    else:
+        def call(*args, **attrs):
+            if len(args) == 1 and type(args[0]) in HANDLERS:
+                return args[0]._cr_apply(op, args, attrs)
+            return op(*args, **attrs)
+
+    return call
+
+
 def _op_method(op):
-    def method(self, *args, **kwargs):
-        return op(self, *args, **kwargs)
+    method = op_caller(op)  # a function: as a class attribute, self is its first operand
 
     method.__name__ = op.name
     method.__doc__ = op.doc or f"The ``{op.name}`` op applied to this array."

@@ -28,8 +28,9 @@ import numpy as np
 
 from ..errors import TraceError, TypeInferenceError
 from ..ir.builder import Builder
+from ..ir.dims import Dim
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
-from ..ir.op import HANDLERS, PYTHON_SCALARS, Op, weak_scalar_dtype
+from ..ir.op import HANDLERS, PYTHON_SCALARS, SYMBOLIC_APPLY, Op, weak_scalar_dtype
 from ..ir.types import DType, TensorType, TupleType, Type
 from .methods import ArrayMethods
 
@@ -55,7 +56,11 @@ class Traced(ArrayMethods):
         t = self.variable.type
         if not isinstance(t, TensorType):
             raise TraceError(f"{self.variable.name} is a {t!r}, which has no shape")
-        return t.shape
+        shape = t.shape
+        for d in shape:  # a symbol as a Dim: arithmetic with ints, usable in shapes
+            if type(d) is str:
+                return tuple(Dim.symbol(d) if type(d) is str else d for d in shape)
+        return shape
 
     @property
     def dtype(self) -> np.dtype:
@@ -78,6 +83,16 @@ class Traced(ArrayMethods):
 
 
 HANDLERS[Traced] = 100
+
+
+def _apply_symbolic(op: Op, args, attrs):
+    """An op whose shape attributes name symbols, called on plain values: emitted into
+    the running trace (None without one)."""
+    trace = current_trace()
+    return None if trace is None else trace.apply(op, args, attrs)
+
+
+SYMBOLIC_APPLY.append(_apply_symbolic)
 
 
 def inner_var(args) -> str:
@@ -133,6 +148,8 @@ class Trace:
                 f"return it instead of storing it")
         if type(x) in PYTHON_SCALARS:
             return Constant(np.asarray(x, dtype=weak_scalar_dtype(x, strong_dtypes)))
+        if isinstance(x, Dim):  # x.shape[0] of a symbolic array: its size, at run time
+            return self._dim_value(x, weak_scalar_dtype(1, strong_dtypes))
         if type(x) is np.ndarray:
             hidden = self._captured(x)
             if hidden is not None:
@@ -150,6 +167,15 @@ class Trace:
             raise TraceError(f"cannot use {x!r:.40} (of type {type(x).__name__}) as an array")
         DType(arr.dtype)  # refuse unsupported dtypes early
         return Constant(arr)
+
+    def _dim_value(self, d, dtype) -> Var:
+        """The size ``d`` (a symbolic dimension, ``ir.dims``) as a 0-d value of ``dtype``
+        (a Python int's, NEP 50: that of the arrays it meets), counted when the program
+        runs: the sum of ``d`` ones."""
+        from .. import ops
+
+        ones = self.builder.call(ops.ones, [], {"shape": (d,), "dtype": DType(dtype)})
+        return self.builder.call(ops.sum, [ones], {})
 
     def _captured(self, x: np.ndarray) -> Var | None:
         """The hidden input for an array the function reads from outside its arguments

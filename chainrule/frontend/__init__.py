@@ -1,5 +1,6 @@
 """Frontends: tracing Python functions; the script parser (Python AST -> IR)."""
 
+from . import symbolic_scan  # noqa: F401  (registers the product scan along symbolic axes)
 from .checkpoint import Budget, checkpoint
 from .control import cond, fori_loop, scan, while_loop
 from .script import ScriptError, ScriptFunction, script, script_from_source

@@ -18,6 +18,7 @@ from ..checks import check_callable
 from ..errors import InvalidValueError, TraceError
 from ..ir.nodes import Function, GlobalVar
 from ..tree import flatten, unflatten
+from .control import recording_trace
 from .tracer import Traced, trace_function
 
 
@@ -31,7 +32,7 @@ def checkpoint(f):
         traced = [x for x in leaves if isinstance(x, Traced)]
         if not traced:
             return f(*args)
-        tr = max((x.tracer for x in traced), key=lambda t: t.level)
+        tr = recording_trace(leaves)  # innermost: the arguments may all be outer values
         base = getattr(f, "__name__", "f")
         base = base if base.isidentifier() and base != "<lambda>" else "block"
         name, k = f"{base}_checkpoint", 0
@@ -98,6 +99,12 @@ class Budget:
         loop checkpointed under this budget (in Python, a plain range)."""
         return range(*args)
 
+    def test(self, cond):
+        """``cond``: in a ``@script`` function, ``while budget.test(cond):`` is a while
+        loop checkpointed under this budget (its trip count is known when it ends: the
+        schedule is made then, see docs/loops.md); in Python, the plain test."""
+        return cond
+
     def __init__(self, snapshots: int | None = None, bytes: int | None = None):  # noqa: A002
         if (snapshots is None) == (bytes is None):
             raise InvalidValueError("Budget: give snapshots=k or bytes=n (one of them)")
@@ -141,14 +148,32 @@ def mark_loop(tr, first, trips, budget, carry_types):
     return tr.apply(LOOP_CHECKPOINT, [first, trips], {"snapshots": k})
 
 
-def mark_range(tr, first, start, stop, step: int, budget, leaves):
-    """``mark_loop`` for ``for i in budget.range(start, stop, step)`` of ``@script``: the
-    trip count is known before the loop runs when the bounds are numbers, or traced
-    values with step 1 (else -1: scheduled online)."""
+def script_budget(src, env, node, method: str):
+    """``budget.<method>(...)`` in a ``@script`` function, ``budget`` a ``Budget`` it reads
+    from its globals or closure: returns ``budget``; None for anything else."""
+    import ast
+
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == method and isinstance(node.func.value, ast.Name)
+            and node.func.value.id not in env):
+        return None
+    found, base = src.global_value(node.func.value.id)
+    return base if found and isinstance(base, Budget) else None
+
+
+def mark_script_loop(tr, first, counter, budget, leaves):
+    """``mark_loop`` for a ``@script`` loop: ``for i in budget.range(start, stop, step)``
+    (``counter`` is ``(name, start, stop, step)``) has a trip count known before the loop
+    runs when the bounds are numbers, or traced values with step 1; a ``while
+    budget.test(c)`` loop (``counter`` None), or another step, has it only at its end
+    (-1: scheduled online)."""
     from ..ops import maximum
     from .control import default_type
 
-    if not isinstance(start, Traced) and not isinstance(stop, Traced):
+    start, stop, step = counter[1:] if counter is not None else (None, None, 0)
+    if counter is None:
+        trips = np.int64(-1)
+    elif not isinstance(start, Traced) and not isinstance(stop, Traced):
         trips = np.int64(len(range(int(start), int(stop), step)))
     elif step == 1:
         lo = start.astype(np.int64) if isinstance(start, Traced) else np.int64(start)

@@ -281,13 +281,25 @@ def _carry_type(out, t: TensorType, weak_init: bool, name: str) -> TensorType:
 
 
 # -- the combinators ------------------------------------------------------------------
-def _active_trace(*trees) -> Trace | None:
-    best = None
-    for tree in trees:
-        for leaf in flatten(tree)[0]:
-            if isinstance(leaf, Traced) and (best is None or leaf.tracer.level > best.level):
-                best = leaf.tracer
-    return best or current_trace()
+def recording_trace(*trees) -> Trace | None:
+    """The trace a combinator records into: the innermost function being traced
+    (None when nothing is traced and the leaves are not traced values).
+
+    Not the trace of the operands: these may all come from an enclosing trace (an
+    array the function reads from outside, swapped for the outer trace's hidden
+    input by ``capture``, under ``hvp`` = jvp of grad) while the body closes over
+    the inner function's values; recorded in the outer trace, those would escape.
+    Outer operands are lifted into the innermost trace like any other outer value.
+    """
+    tr = current_trace()
+    if tr is None:  # nothing is being traced: a traced leaf outlived its function
+        for tree in trees:
+            for leaf in flatten(tree)[0]:
+                if isinstance(leaf, Traced):
+                    raise TraceError(f"a traced value ({leaf.variable.name}) escaped the "
+                                     f"function that traced it and is used after that "
+                                     f"function returned; return it instead of storing it")
+    return tr
 
 
 def cond(pred, true_fun, false_fun, *operands):
@@ -295,7 +307,7 @@ def cond(pred, true_fun, false_fun, *operands):
     return pytrees of the same structure and types."""
     check_callable(true_fun, "cond's true_fun")
     check_callable(false_fun, "cond's false_fun")
-    tr = _active_trace(pred, operands)
+    tr = recording_trace(pred, operands)
     if not isinstance(pred, Traced):
         return true_fun(*operands) if bool(pred) else false_fun(*operands)
     c = bool_atom(tr, pred, "cond")
@@ -317,7 +329,7 @@ def while_loop(cond_fun, body_fun, init_val, checkpoint=None):
     """
     check_callable(cond_fun, "while_loop's cond_fun")
     check_callable(body_fun, "while_loop's body_fun")
-    tr = _active_trace(init_val)
+    tr = recording_trace(init_val)
     if tr is None:
         val = init_val
         while cond_fun(val):
@@ -363,7 +375,7 @@ def fori_loop(lower, upper, body_fun, init_val, checkpoint_every: int | None = N
                          "not both")
     if checkpoint_every is not None:
         return _chunked_fori_loop(lower, upper, body_fun, init_val, int(checkpoint_every))
-    tr = _active_trace(lower, upper, init_val)
+    tr = recording_trace(lower, upper, init_val)
     if tr is None:
         val = init_val
         for i in range(int(lower), int(upper)):
@@ -447,7 +459,7 @@ def scan(f, init, xs, length=None, reverse=False, checkpoint=None):
     if n is None:
         raise TraceError("scan: give xs or length")
     order = range(n - 1, -1, -1) if reverse else range(n)
-    tr = _active_trace(init, xs)
+    tr = recording_trace(init, xs)
     if tr is None:
         carry, ys = init, []
         for t in order:

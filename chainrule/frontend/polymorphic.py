@@ -147,6 +147,12 @@ def leaf_key(types) -> tuple | None:
     return None if types is None else tuple(types)
 
 
+def specs_of(f, polymorphic_shapes, name: str) -> tuple | None:
+    """The parsed ``polymorphic_shapes`` of a transform ``name`` of ``f`` (an ``@script``
+    function's symbolic annotations by default)."""
+    if polymorphic_shapes is None:
+        return annotation_specs(f)
+    return parse_specs(polymorphic_shapes, name)
 
 
 def annotation_specs(f) -> tuple | None:
@@ -199,4 +205,4 @@ def substitute(t, dims: dict):
 
 
 __all__ = ["annotation_specs", "leaf_key", "leaf_type", "leaf_types", "parse_spec",
-           "parse_specs", "substitute", "unify"]
+           "parse_specs", "specs_of", "substitute", "unify"]

@@ -30,6 +30,7 @@ import numpy as np
 from .. import numpy as cnp
 from ..errors import ChainruleError, TraceError
 from ..ir.types import TensorType
+from .checkpoint import mark_script_loop, script_budget
 from .control import (
     Filler,
     bool_atom,
@@ -360,9 +361,14 @@ class StmtCompiler(ExprCompiler):
         if s.orelse:
             raise self.err(s, "`while ... else` is not supported in @script functions")
         body, pre, test = list(s.body), None, s.test
+        budget = script_budget(self.src, self.env, test, "test")  # while budget.test(c):
+        if budget is not None:
+            if len(test.args) != 1 or test.keywords:
+                raise self.err(test, "budget.test(...) takes the loop's condition only")
+            test = test.args[0]
         if isinstance(test, ast.Constant) and test.value is True:
             pre, test, body = self.split_while_true(s, live_after)
-        self.loop(s, body, live_after, test=test, pre=pre)
+        self.loop(s, body, live_after, test=test, pre=pre, budget=budget)
 
     def split_while_true(self, s, live_after):
         """``while True: pre; if not c: break; rest`` -> cond block ``pre; c``, body ``rest``
@@ -417,14 +423,8 @@ class StmtCompiler(ExprCompiler):
     def budgeted_range(self, it):
         """``for i in budget.range(...)``, ``budget`` a ``chainrule.Budget``: the loop's
         reverse mode checkpoints under it (binomial checkpointing, docs/loops.md)."""
-        from .checkpoint import Budget
-
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
-                and it.func.attr == "range" and isinstance(it.func.value, ast.Name)
-                and it.func.value.id not in self.env):
-            return it, None
-        found, base = self.src.global_value(it.func.value.id)
-        if not found or not isinstance(base, Budget):
+        base = script_budget(self.src, self.env, it, "range")
+        if base is None:
             return it, None
         plain = ast.copy_location(ast.Call(ast.Name("range", ast.Load()), it.args,
                                            it.keywords), it)
@@ -503,7 +503,7 @@ class StmtCompiler(ExprCompiler):
             return out
 
         if budget is not None:
-            init[0] = self.mark_counter(init[0], counter, budget, init)
+            init[0] = mark_script_loop(self.tr, init[0], counter, budget, init)
         try:
             final = emit_while(self.tr, init, cond_fn, body_fn, names=names,
                                name=names[0] if len(names) == 1 else None)
@@ -525,11 +525,6 @@ class StmtCompiler(ExprCompiler):
             else:
                 after[f] = v
         self.env = after
-
-    def mark_counter(self, first, counter, budget, init):
-        from .checkpoint import mark_range
-
-        return mark_range(self.tr, first, *counter[1:], budget, init)
 
     def loop_test(self, s, test, pre, counter, ckey, used):
         """The loop condition, in the cond block: not stopped, then the user's test."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ChainruleError, TypeInferenceError, UnknownOpError
+from .symbols import has_symbolic_attrs
 from .types import DType, TensorType, Type
 
 REQUIRED = object()  # marks an attribute without a default
@@ -149,6 +150,10 @@ class Op:
                 best, best_priority = a, p
         if best is not None:
             return best._cr_apply(self, args, attrs)
+        if attrs and SYMBOLIC_APPLY and has_symbolic_attrs(attrs):
+            out = SYMBOLIC_APPLY[0](self, args, attrs)  # zeros((x.shape[0], 3)) in a trace
+            if out is not None:
+                return out
         return evaluate(self, args, attrs)
 
     def linear_in(self, positions) -> bool:
@@ -210,6 +215,12 @@ def register_op(op: Op) -> Op:
         raise ChainruleError(f"an op named {op.name!r} is already registered")
     OPS[op.name] = op
     return op
+
+
+# an op call whose attributes name symbolic dimensions but whose operands are plain (or
+# none: zeros((x.shape[0], 3))) goes to the trace that is running; emit/trace.py registers
+# how (it is a layer above), returning None when no trace runs
+SYMBOLIC_APPLY: list = []
 
 
 def get_op(name: str) -> Op:

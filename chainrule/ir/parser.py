@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import ChainruleError, ParseError
 from .builder import Builder
 from .collector import collector_paused
+from .dims import parse_dim
 from .indexing import AT_METHODS, ArrayIndex, Slice
 from .infer import arg_type
 from .nodes import Call, Constant, Function, GlobalVar, If, Module, Tuple, TupleGetItem, Var, While
@@ -62,7 +63,8 @@ def parse_attr(node, symbols: bool = False):
     dimension (``shape=(n, 3)``)."""
     if symbols and isinstance(node, ast.Tuple):
         return tuple(e.id if isinstance(e, ast.Name) and e.id not in DTYPES
-                     and e.id not in ("inf", "nan") else parse_attr(e) for e in node.elts)
+                     and e.id not in ("inf", "nan") else _dim(e) if isinstance(e, ast.BinOp)
+                     else parse_attr(e) for e in node.elts)
     if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, str)):
         return node.value
     num = _literal_number(node)
@@ -122,6 +124,14 @@ def parse_constant(node) -> Constant | None:
 
 
 # -- types ------------------------------------------------------------------------
+def _dim(node):
+    """A dimension that is an expression of symbols (``n - 1``), as ``ir.dims`` reads it."""
+    try:
+        return parse_dim(node)
+    except ChainruleError as exc:
+        raise _err(node, str(exc)) from None
+
+
 def parse_type(node, symbols=None) -> Type:
     if isinstance(node, ast.Name) and node.id in DTYPES:
         return TensorType((), node.id)
@@ -138,8 +148,12 @@ def parse_type(node, symbols=None) -> Type:
                     dims.append(e.value)
                 elif isinstance(e, ast.Name):
                     dims.append(e.id)
+                elif isinstance(e, (ast.BinOp, ast.UnaryOp)) and isinstance(
+                        _dim(e), str):  # n - 1, 3*n: ir.dims
+                    dims.append(_dim(e))
                 else:
-                    raise _err(e, f"a dimension is an int or a name, not {ast.unparse(e)!r}")
+                    raise _err(e, f"a dimension is an int or a name, not {ast.unparse(e)!r}"
+                                  f" (or an expression of names: n - 1)")
             try:
                 return TensorType(dims, head)
             except ChainruleError as exc:

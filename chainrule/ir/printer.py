@@ -191,7 +191,7 @@ class Printer:
                     if type(default) is type(val) and default == val:
                         continue
                     if key in SHAPE_ATTRS and type(val) is tuple:  # symbols print bare
-                        val = tuple(Bare(d) if type(d) is str else d for d in val)
+                        val = tuple(Bare(d) if isinstance(d, str) else d for d in val)
                     args.append(f"{key}={format_attr(val)}")
                 return f"{v.callee.name}({', '.join(args)})"
             callee = v.callee.name if isinstance(v.callee, GlobalVar) else names[v.callee]

@@ -13,14 +13,25 @@ resolved to that size just before the op's kernel runs.
 {'n': (0, (), 0), 'm': (1, (0,), 0)}
 >>> resolve_shape(("n", 3), {"n": 7})
 (7, 3)
+
+A dimension may also be an expression of symbols (``ir.dims``: ``f64[n - 1, 3]``):
+it binds nothing; it is computed from the bound symbols, and checked against the
+actual size where an argument has it.
+
+>>> from chainrule.ir.dims import parse_dim
+>>> resolve_shape((parse_dim("n - 1"), 3), {"n": 7})
+(6, 3)
 """
 
 from __future__ import annotations
 
 from ..errors import InterpretError
+from .dims import Dim, evaluate, symbols_of
 from .types import ListType, TensorType, TupleType
 
-SHAPE_ATTRS = ("shape",)  # the attributes whose entries may be symbols
+# the attributes whose entries may be symbols or expressions of them (a split's
+# boundaries along a symbolic axis: concatenate's adjoint splits at n, n + m, ...)
+SHAPE_ATTRS = ("shape", "indices_or_sections")
 
 
 def type_symbols(t, out: dict | None = None) -> dict:
@@ -30,6 +41,9 @@ def type_symbols(t, out: dict | None = None) -> dict:
         for d in t.shape:
             if type(d) is str:
                 out.setdefault(d, None)
+            elif isinstance(d, Dim):
+                for sym in symbols_of(d):
+                    out.setdefault(sym, None)
     elif isinstance(t, TupleType):
         for f in t.fields:
             type_symbols(f, out)
@@ -63,7 +77,7 @@ def has_symbolic_attrs(attrs: dict) -> bool:
         shape = attrs.get(key)
         if type(shape) is tuple:
             for d in shape:
-                if type(d) is str:
+                if isinstance(d, str):
                     return True
     return False
 
@@ -79,9 +93,40 @@ def resolve_shape(shape: tuple, sizes: dict) -> tuple:
                 raise InterpretError(
                     f"the symbolic dimension {d} is not bound here: no parameter of the "
                     f"running function has it (bound: {sorted(sizes) or 'none'})") from None
+        elif isinstance(d, Dim):
+            out.append(dim_size(d, sizes))
         else:
             out.append(d)
     return tuple(out)
+
+
+def dim_size(d, sizes: dict) -> int:
+    """The size of the dimension expression ``d`` (``n - 1``) at these symbol sizes; an
+    error names the missing symbol, or the sizes that make it negative."""
+    try:
+        size = evaluate(d, sizes)
+    except KeyError as exc:
+        raise InterpretError(
+            f"the dimension {d} names the symbol {exc.args[0]}, which is not bound here: no "
+            f"parameter of the running function has it (bound: {sorted(sizes) or 'none'})"
+        ) from None
+    if size < 0:
+        at = ", ".join(f"{k} = {sizes[k]}" for k in symbols_of(d))
+        raise InterpretError(f"the dimension {d} is {size} for {at}: the program assumes "
+                             f"sizes for which it is not negative (a slice x[1:] of a "
+                             f"symbolic axis n has n - 1 elements for n >= 1)")
+    return size
+
+
+def check_expressions(exprs, sizes: dict) -> None:
+    """Check that each ``(expression, actual size, where)`` agrees with the symbols'
+    sizes (``f64[n - 1]`` given 5 elements when n is 3 is an error naming both)."""
+    for d, size, where in exprs:
+        want = dim_size(d, sizes)
+        if want != size:
+            at = ", ".join(f"{k} is {sizes[k]}" for k in symbols_of(d))
+            raise InterpretError(f"{where}: dimension {d} is {size} here, but {at}, so "
+                                 f"{d} is {want} (one symbol, one size per call)")
 
 
 def resolve_attrs(attrs: dict, sizes: dict) -> dict:
@@ -97,11 +142,14 @@ def resolve_attrs(attrs: dict, sizes: dict) -> dict:
 def bind_symbols(params, args, sizes: dict, where: str) -> None:
     """Bind the symbols of ``params``' types from the arrays ``args`` into ``sizes``
     (name -> int), checking that a symbol has one size per call."""
+    exprs: list = []
     for p, a in zip(params, args):
-        _bind(p.type, a, sizes, where, p.name)
+        _bind(p.type, a, sizes, where, p.name, exprs)
+    if exprs:
+        check_expressions(exprs, sizes)
 
 
-def _bind(t, value, sizes, where, pname):
+def _bind(t, value, sizes, where, pname, exprs):
     if isinstance(t, TensorType):
         shape = getattr(value, "shape", None)
         if shape is None:
@@ -113,9 +161,11 @@ def _bind(t, value, sizes, where, pname):
                     raise InterpretError(
                         f"{where}: dimension {d} is {size} in argument {pname} but {seen} "
                         f"elsewhere in the call (one symbol, one size per call)")
+            elif isinstance(d, Dim):
+                exprs.append((d, size, f"{where}: argument {pname}"))
     elif isinstance(t, TupleType) and isinstance(value, tuple):
         for f, v in zip(t.fields, value):
-            _bind(f, v, sizes, where, pname)
+            _bind(f, v, sizes, where, pname, exprs)
 
 
 def attr_symbols(module) -> dict:
@@ -132,11 +182,12 @@ def attr_symbols(module) -> dict:
             if type(v) is Call and v.attrs and has_symbolic_attrs(v.attrs):
                 for key in SHAPE_ATTRS:
                     for d in v.attrs.get(key) or ():
-                        if type(d) is str:
-                            out.setdefault(d, None)
+                        for sym in symbols_of(d):
+                            out.setdefault(sym, None)
             stack.extend(nested_blocks(v))
     return out
 
 
-__all__ = ["SHAPE_ATTRS", "attr_symbols", "bind_symbols", "has_symbolic_attrs", "resolve_attrs",
-           "resolve_shape", "symbol_sources", "type_symbols"]
+__all__ = ["SHAPE_ATTRS", "attr_symbols", "bind_symbols", "check_expressions", "dim_size",
+           "has_symbolic_attrs", "resolve_attrs", "resolve_shape", "symbol_sources",
+           "type_symbols"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ChainruleError
+from .dims import Dim, dim, parse_dim
 
 DTYPES: dict[str, np.dtype] = {
     "bool": np.dtype(np.bool_),
@@ -96,9 +97,14 @@ def _check_dim(d) -> int | str:
         if d >= 2**63:
             raise ChainruleError(f"dimension {d} does not fit in int64")
         return int(d)
+    if isinstance(d, Dim):  # canonical: a lone symbol is a plain str, a constant an int
+        return _check_dim(dim(d.poly)) if type(dim(d.poly)) is not Dim else d
     if isinstance(d, str) and d.isidentifier() and not keyword.iskeyword(d):
-        return d
-    raise ChainruleError(f"a dimension must be a non-negative int or a symbol name, not {d!r}")
+        return str(d)
+    if isinstance(d, str):  # "n - 1": an expression of symbols (ir.dims)
+        return _check_dim(parse_dim(d))
+    raise ChainruleError(f"a dimension must be a non-negative int, a symbol name or an "
+                         f"expression of symbols, not {d!r}")
 
 
 class Type:

@@ -11,7 +11,7 @@ import inspect
 
 from numpy.exceptions import AxisError
 
-from ..emit.methods import NUMPY_FUNCTIONS
+from ..emit.methods import NUMPY_FUNCTIONS, op_caller
 from ..errors import (
     ArgumentError,
     ChainruleError,
@@ -39,9 +39,7 @@ def op_function(op, name: str, module: str):
     """The namespace function of ``op`` under ``name``: positional values after the
     operands are the op's attributes, in order."""
 
-    def function(*args, **attrs):
-        return op(*args, **attrs)
-
+    function = op_caller(op)
     function.__name__ = function.__qualname__ = name
     function.__module__ = module
     function.__doc__ = op.doc or f"The ``{op.name}`` op (see ``chainrule.ops``)."

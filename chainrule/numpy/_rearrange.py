@@ -456,7 +456,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
     out_shape = tuple(s + b + a for s, (b, a) in zip(shape, widths))
     if not any(b or a for b, a in widths):
         return x
-    size = int(_np.prod(shape, dtype=_np.int64))
+    # a symbolic size (polymorphic_shapes) is taken as nonempty: NumPy's kernels check it
+    size = int(_np.prod(shape, dtype=_np.int64)) if all(type(d) is int for d in shape) else 1
     if mode not in ("constant", "empty") and size == 0:
         for ax, (b, a) in enumerate(widths):
             if shape[ax] == 0 and (b or a):
@@ -470,7 +471,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
         if (mode == "empty" or static_zero) and dtype.kind in "iuf":
             # one index_add into zeros: its derivative is a slice of the cotangent
             base = _filled(x, out_shape, 0, dtype)
-            key = tuple(slice(b, b + s) for s, (b, a) in zip(shape, widths))
+            key = tuple(slice(b, -a if a else None) for b, a in widths)  # symbols too
             return _ops.index_update(_ops.index_add, base, key, x)
     cur = x
     for ax, (b, a) in enumerate(widths):
@@ -478,6 +479,11 @@ def pad(array, pad_width, mode="constant", **kwargs):
             continue
         cshape = tuple(_shape(cur))
         n = cshape[ax]
+        if isinstance(n, str) and mode not in ("constant", "empty"):
+            raise ShapeArgumentError(
+                f"pad: mode '{mode}' along axis {ax} of shape ({', '.join(map(str, shape))}), "
+                f"whose size {n} is symbolic, is not supported (its values are gathered by "
+                f"position); pad a static axis, or use mode 'constant'")
         if mode in ("constant", "empty"):
             vb, va = values[ax]
             cur = _pad_concat(

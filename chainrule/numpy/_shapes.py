@@ -214,7 +214,7 @@ def _take(blocks: list, idx, axis: int):
 def _filled(like, shape: tuple, value, dtype):
     """An array of ``shape`` and ``dtype`` filled with ``value`` (a static number or a
     traced scalar), made in ``like``'s trace (so no constant of that size is embedded)."""
-    shape = tuple(int(d) for d in shape)
+    shape = tuple(d if isinstance(d, str) else int(d) for d in shape)  # symbols stay
     if _is_dispatched(value):
         return _ops.broadcast_to(_cast(value, dtype), shape)
     value = _np.asarray(value).astype(dtype).item()

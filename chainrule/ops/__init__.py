@@ -9,6 +9,7 @@ IR on traced values and record on tape tensors.
 from ..ir.op import OPS, Op, apply, evaluate
 from . import (  # noqa: F401
     assembly,
+    bessel,
     complex,
     decompositions,
     elementwise,
@@ -16,6 +17,7 @@ from . import (  # noqa: F401
     indexing,
     linalg,
     mathfuncs,
+    matrix_equations,
     nn,
     random,
     reduction,
@@ -23,10 +25,12 @@ from . import (  # noqa: F401
     shape,
     sorting,
     special,
+    special_extra,
     stack,
     stack_schedule,
 )
 from .assembly import *  # noqa: F403
+from .bessel import *  # noqa: F403
 from .complex import *  # noqa: F403
 from .composites import prefix_product
 from .decompositions import *  # noqa: F403
@@ -34,6 +38,7 @@ from .elementwise import *  # noqa: F403
 from .indexing import getitem, index, index_add, index_update
 from .linalg import *  # noqa: F403
 from .mathfuncs import *  # noqa: F403
+from .matrix_equations import *  # noqa: F403
 from .nn import log_softmax, logsumexp, softmax
 from .random import *
 from .reduction import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: A004
@@ -41,6 +46,7 @@ from .scatter import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sorting import *  # noqa: F403
 from .special import *  # noqa: F403
+from .special_extra import *  # noqa: F403
 
 # the ops chainrule itself declares (user and custom ops register later)
 BUILTIN_OPS = tuple(OPS.values())

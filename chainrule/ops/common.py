@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
+from ..ir.dims import canonical
 from ..ir.op import REQUIRED, Op, register_op
 from ..ir.types import DType, TensorType, TupleType, Type
 
@@ -146,8 +147,8 @@ def check_shape(op: str, shape) -> tuple:
     for d in shape:
         if isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0:
             out.append(int(d))
-        elif isinstance(d, str):
-            out.append(d)
+        elif isinstance(d, str):  # a symbol, or an expression of symbols (ir.dims)
+            out.append(canonical(d))
         else:
             raise TypeInferenceError(f"{op}: bad dimension {d!r} in shape {shape!r}")
     return tuple(out)

@@ -16,6 +16,10 @@ from .elementwise import multiply
 from .indexing import index
 from .shape import concatenate, ones_like
 
+# the scan along an axis of symbolic length is a loop, which the frontend emits (a layer
+# above: chainrule/frontend/symbolic_scan.py registers it here)
+SYMBOLIC_SCAN: list = []
+
 
 def _part(x, axis: int, lo, hi):
     full = Slice(None, None, None)
@@ -30,10 +34,11 @@ def prefix_product(x, axis: int, exclusive: bool = False):
     axis = axis % len(shape)
     n = shape[axis]
     if isinstance(n, str):
-        raise TypeInferenceError(
-            f"prefix product (cumprod, and the derivative of prod) along the symbolic axis "
-            f"{axis} of {x.type!r} is not supported: its scan is unrolled over the axis "
-            f"length")
+        if not SYMBOLIC_SCAN:
+            raise TypeInferenceError(
+                f"prefix product along the symbolic axis {axis} of {x.type!r}: its loop is "
+                f"emitted by chainrule.frontend (import chainrule)")
+        return SYMBOLIC_SCAN[0](x, axis, exclusive)
     d = 1
     while d < n:
         x = concatenate(_part(x, axis, 0, d),

@@ -76,10 +76,14 @@ def _float_kernel(fn):
     Operands are cast only when none is a float: f32 / i8 stays f32, as promoted."""
 
     def kernel(*xs):
-        if any(x.dtype.kind in "fc" for x in xs):
-            return fn(*xs)
+        for x in xs:  # a loop, not any(<generator>): this runs on every eager sin/tanh
+            if x.dtype.kind in "fc":
+                return fn(*xs)
         return fn(*[x.astype(np.float64) for x in xs])
 
+    # the kernel when an operand is a float: what a caller that knows the operands'
+    # dtypes in advance (the tape, per recorded signature) calls without this wrapper
+    kernel.on_floats = fn
     return kernel
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TraceError, TypeInferenceError
+from ..ir import dims
 from ..ir import printer as _printer
 from ..ir.indexing import ArrayIndex, Slice, key_to_python
 from ..ir.nodes import Constant
@@ -27,15 +28,10 @@ from .common import REQUIRED, TensorType, broadcast_shapes, define, tensor_types
 
 def canonical_slice(s: Slice, n) -> tuple[Slice, int | str]:
     """A canonical Slice (same elements => same Slice) and the number of elements."""
-    if not isinstance(n, int):
-        if s == Slice(None, None, None):
-            return s, n
-        raise TypeInferenceError(
-            f"slicing a symbolic dimension {n!r} other than with ':' is not supported (its "
-            f"length would be an expression of {n}); slice a static axis, or index it with "
-            f"integers or an index array")
     if s.step == 0:
         raise TypeInferenceError("slice step cannot be zero")
+    if not isinstance(n, int):
+        return _symbolic_slice(s, n)
     start, stop, step = slice(s.start, s.stop, s.step).indices(n)
     count = len(range(start, stop, step))
     if count == 0:
@@ -46,6 +42,32 @@ def canonical_slice(s: Slice, n) -> tuple[Slice, int | str]:
                      None if step == 1 else step), count
     return Slice(None if start == n - 1 else start, None if last - 1 < 0 else last - 1,
                  step), count
+
+
+def _symbolic_slice(s: Slice, n) -> tuple[Slice, int | str]:
+    """A slice of an axis of symbolic size ``n`` and its length, an expression of ``n``
+    (``x[1:]`` has ``n - 1`` elements, ``x[::2]`` has ``(n + 1) // 2``): the start
+    counts from the front (>= 0), the stop from the back (< 0, or none), so that the
+    length has no min/max; it assumes n is at least the bounds' sum (``dims`` reports a
+    negative size where one is used as a shape)."""
+    step = 1 if s.step is None else int(s.step)
+    start = 0 if s.start is None else int(s.start)
+    stop = 0 if s.stop is None else int(s.stop)
+    if step < 0 and s.start is None and s.stop is None:  # x[::-k]: every k-th, reversed
+        return Slice(None, None, step), dims.floordiv(dims.add(n, -step - 1), -step)
+    if step < 0 or start < 0 or stop > 0 or (s.stop is not None and stop == 0):
+        raise TypeInferenceError(
+            f"slicing the symbolic dimension {n} with {_slice_text(s)} is not supported: its "
+            f"length would depend on whether {n} is larger than the bounds (a min/max); "
+            f"count the start from the front and the stop from the back (x[1:], x[2:-1], "
+            f"x[::2], x[::-1]), or index it with integers or an index array")
+    length = dims.floordiv(dims.add(n, stop - start + step - 1), step)
+    return Slice(start or None, s.stop, None if step == 1 else step), length
+
+
+def _slice_text(s: Slice) -> str:
+    parts = ["" if v is None else str(v) for v in (s.start, s.stop, s.step)]
+    return "x[" + ":".join(parts if s.step is not None else parts[:2]) + "]"
 
 
 def _expand_key(name, key, ndim):

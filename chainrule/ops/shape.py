@@ -9,11 +9,12 @@ array([[8.],
 
 from __future__ import annotations
 
-from collections import Counter
+import functools
 
 import numpy as np
 
 from ..errors import TypeInferenceError
+from ..ir import dims
 from . import templates
 from .common import (
     REQUIRED,
@@ -56,24 +57,45 @@ def _reshape_normalize(types, attrs):
     return {"shape": check_shape("reshape", shape)}
 
 
-def _factors(shape) -> tuple[Counter, int]:
-    """The symbols of a shape (with multiplicity) and the product of its static sizes."""
-    syms = Counter(d for d in shape if isinstance(d, str))
-    return syms, int(np.prod([d for d in shape if not isinstance(d, str)], dtype=np.int64))
+def _product(shape):
+    """The number of elements of ``shape``: an int, or an expression of its symbols."""
+    return functools.reduce(dims.mul, shape, 1)
+
+
+def _shape_text(shape) -> str:
+    """``(n - 1, 3)``: a shape as the text format writes it (symbols bare)."""
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _divide(total, known):
+    """``total / known`` as a dimension when ``known`` (one term: ``3``, ``2*n``) divides
+    every term of ``total`` exactly; None otherwise."""
+    divisor = dims.poly_of(known)
+    if len(divisor) != 1:
+        return None
+    (factors, coefficient), = divisor.items()
+    out = {}
+    for mono, c in dims.poly_of(total).items():
+        rest = list(mono)
+        for f in factors:
+            if f not in rest:
+                return None
+            rest.remove(f)
+        if c % coefficient:
+            return None
+        out[tuple(rest)] = c // coefficient
+    return dims.dim(out)
 
 
 def _infer_symbolic(t, shape) -> tuple:
-    """``shape`` with its -1 inferred for a symbolic ``t``: the symbols of ``t`` left over
-    (at most one, e.g. ``f64[n, 2, 3]`` to ``(-1, 6)`` is ``(n, 6)``) and the static rest."""
-    have, size = _factors(t.shape)
-    want, known = _factors([d for d in shape if d != -1])
-    left = have - want
-    if want - have or known == 0 or size % known or (left and (
-            sum(left.values()) > 1 or size // known != 1)):
+    """``shape`` with its -1 inferred for a symbolic ``t``: ``f64[n, 3]`` to ``(-1,)`` is
+    ``(3*n,)``, ``f64[3*n]`` to ``(n, -1)`` is ``(n, 3)``."""
+    total, known = _product(t.shape), _product([d for d in shape if d != -1])
+    fill = _divide(total, known)
+    if fill is None:
         raise TypeInferenceError(
-            f"reshape: cannot infer -1 in {shape} for {t!r} (its size would be an expression "
-            f"of the symbols; chainrule keeps each symbol a whole dimension)")
-    fill = next(iter(left)) if left else size // known
+            f"reshape: cannot infer -1 in {_shape_text(shape)} for {t!r}: {total} elements "
+            f"are not a whole multiple of {known}")
     return tuple(fill if d == -1 else d for d in shape)
 
 
@@ -83,10 +105,10 @@ def _reshape_type(types, attrs):
     a, b = t.size, static_size(shape)
     if a is not None and b is not None and a != b:
         raise TypeInferenceError(f"reshape: cannot reshape {t!r} ({a} elements) into {shape}")
-    if (a is None or b is None) and _factors(t.shape) != _factors(shape):
+    if (a is None or b is None) and _product(t.shape) != _product(shape):
         raise TypeInferenceError(
-            f"reshape: cannot reshape {t!r} into {shape}: the sizes must match as products "
-            f"of symbols and numbers (each symbol stays a whole dimension)")
+            f"reshape: cannot reshape {t!r} ({_product(t.shape)} elements) into "
+            f"{_shape_text(shape)} ({_product(shape)} elements)")
     return TensorType(shape, t.dtype)
 
 
@@ -276,10 +298,7 @@ def _concat_type(types, attrs):
         ):
             raise TypeInferenceError(
                 f"concatenate: shapes {fmt(types)} differ outside axis {axis}")
-        d = t.shape[axis]
-        total = total + d if isinstance(total, int) and isinstance(d, int) else "?"
-    if total == "?":
-        raise TypeInferenceError("concatenate: symbolic sizes along the axis are not supported")
+        total = dims.add(total, t.shape[axis])  # n + m, n + 3: an expression (ir.dims)
     shape = list(first.shape)
     shape[axis] = total
     return TensorType(shape, promote("concatenate", types))
@@ -310,12 +329,17 @@ def _split_normalize(types, attrs):
                 f"split: {t!r} axis {axis} does not split into {spec} equal parts")
         spec = tuple(range(n // spec, n, n // spec))
     elif isinstance(spec, (tuple, list)):
-        if not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in spec):
+        if not all(isinstance(i, str) and not isinstance(n, int) or isinstance(
+                i, (int, np.integer)) and not isinstance(i, bool) for i in spec):
             raise TypeInferenceError(f"split: indices must be ints, got {spec!r}")
-        spec = tuple(int(i) for i in spec)
-        if not isinstance(n, int):
-            raise TypeInferenceError(f"split: cannot split the symbolic axis {axis} of {t!r}")
-        if any(not 0 <= i <= n for i in spec) or list(spec) != sorted(spec):
+        # boundaries along a symbolic axis may be symbolic too (n, n + m: ir.dims)
+        spec = tuple(check_shape("split", (i,))[0] if isinstance(i, str) else int(i)
+                     for i in spec)
+        symbolic = not isinstance(n, int) or any(isinstance(i, str) for i in spec)
+        if symbolic and any(isinstance(i, int) and i < 0 for i in spec):
+            raise TypeInferenceError(f"split: negative index in {spec} along the symbolic "
+                                     f"axis {axis} of {t!r}")
+        if not symbolic and (any(not 0 <= i <= n for i in spec) or list(spec) != sorted(spec)):
             raise TypeInferenceError(f"split: indices {spec} out of order or range for size {n}")
     else:
         raise TypeInferenceError(
@@ -330,7 +354,7 @@ def _split_type(types, attrs):
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         shape = list(t.shape)
-        shape[axis] = hi - lo
+        shape[axis] = dims.sub(hi, lo)
         parts.append(TensorType(shape, t.dtype))
     return TupleType(parts)
 

@@ -42,12 +42,15 @@ def scipy_special():
     return _SPECIAL
 
 
-def _float_type(name):
-    """Operands broadcast; the result is their promoted dtype, float64 if not a float."""
+def _float_type(name, holomorphic=False):
+    """Operands broadcast; the result is their promoted dtype, float64 if not a float (or,
+    for the ``holomorphic`` functions SciPy computes on complex numbers, complex)."""
 
     def infer(types, attrs):
         types = tensor_types(name, types)
         dtype = promote(name, types)
+        if holomorphic and dtype.numpy.kind == "c":
+            return TensorType(broadcast_shapes(name, types), dtype)
         if dtype.numpy.kind == "c":
             raise TypeInferenceError(f"{name}: complex operands are not supported "
                                      f"({fmt(types)})")
@@ -58,17 +61,19 @@ def _float_type(name):
     return infer
 
 
-def _result_dtype(xs) -> np.dtype:
+def _result_dtype(xs, holomorphic=False) -> np.dtype:
     dtype = np.result_type(*xs)
-    return dtype if dtype.kind == "f" else np.dtype(np.float64)
+    keep = "fc" if holomorphic else "f"
+    return dtype if dtype.kind in keep else np.dtype(np.float64)
 
 
-def _scipy_kernel(function: str):
+def _scipy_kernel(function: str, holomorphic=False):
     """scipy.special.<function> on the operands cast to the result dtype (so SciPy
-    picks that loop: float32 stays float32, integers become float64)."""
+    picks that loop: float32 stays float32, integers become float64; complex stays
+    complex for the ``holomorphic`` functions)."""
 
     def kernel(*xs):
-        dtype = _result_dtype(xs)
+        dtype = _result_dtype(xs, holomorphic)
         fn = getattr(scipy_special(), function)
         out = fn(*[x.astype(dtype, copy=False) for x in xs])
         return np.asarray(out).astype(dtype, copy=False)
@@ -81,15 +86,18 @@ _FACTS = dict(elementwise=True, fresh=True, aliases=False)
 
 
 def _special(name: str, nargs: int = 1, function: str | None = None, kernel=None,
-             namespace: str | None = None, doc=""):
+             namespace: str | None = None, doc="", holomorphic=False):
     """An op ``name`` computing scipy.special.<function> (default: the name), public as
     chainrule.scipy.special.<namespace> (default: the name). Ops whose SciPy names are
     likely variable names (i0, gamma, beta: the text format refuses variables named like
     ops) take longer op names. On PyTorch tensors the torch.special function of
-    ``_TORCH_SPECIAL`` computes it (the array API has no special functions)."""
+    ``_TORCH_SPECIAL`` computes it (the array API has no special functions). A
+    ``holomorphic`` function also takes complex operands (SciPy's complex loop)."""
+    kernel = kernel or _scipy_kernel(function or name, holomorphic)
     torch_name = _TORCH_SPECIAL.get(name)
-    kernels = {"torch": _torch_kernel(torch_name)} if torch_name else {}
-    return define(name, _float_type(name), kernel or _scipy_kernel(function or name), nargs,
+    kernels = {"torch": _torch_kernel(torch_name, kernel if holomorphic else None)} if (
+        torch_name) else {}
+    return define(name, _float_type(name, holomorphic), kernel, nargs,
                   namespace=(f"scipy.special.{namespace or name}",), doc=doc,
                   kernels=kernels, **_FACTS)
 
@@ -102,14 +110,19 @@ _TORCH_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "erfcx": "er
                   "xlogy": "xlogy", "xlog1py": "xlog1py"}
 
 
-def _torch_kernel(function: str):
-    """torch.special.<function> on the operands cast to the result dtype, as SciPy's."""
+def _torch_kernel(function: str, complex_kernel=None):
+    """torch.special.<function> on the operands cast to the result dtype, as SciPy's;
+    complex operands (which torch.special refuses) go to ``complex_kernel`` (SciPy's,
+    through NumPy arrays on the CPU)."""
 
     def kernel(ctx, *xs):
         import torch
 
         xp = ctx.xp
         dtype = torch.promote_types(xs[0].dtype, xs[-1].dtype) if len(xs) > 1 else xs[0].dtype
+        if complex_kernel is not None and dtype.is_complex:
+            out = complex_kernel(*[x.detach().cpu().numpy() for x in xs])
+            return torch.as_tensor(out, device=xs[0].device)
         if not dtype.is_floating_point:
             dtype = torch.float64
         return getattr(torch.special, function)(*[xp.astype(x, dtype) for x in xs])
@@ -119,8 +132,10 @@ def _torch_kernel(function: str):
 
 
 # -- error functions and the normal distribution --------------------------------------
-erf = _special("erf", doc="The error function 2/sqrt(pi) int_0^x exp(-t^2) dt.")
-erfc = _special("erfc", doc="1 - erf(x), accurate for large x.")
+erf = _special("erf", doc="The error function 2/sqrt(pi) int_0^x exp(-t^2) dt (also of "
+                           "complex x: entire).", holomorphic=True)
+erfc = _special("erfc", doc="1 - erf(x), accurate for large x (also of complex x).",
+                holomorphic=True)
 erfinv = _special("erfinv", doc="The inverse of erf on (-1, 1).")
 erfcx = _special("erfcx", doc="The scaled complementary error function exp(x^2) erfc(x).")
 ndtr = _special("ndtr", doc="The standard normal cdf.")

@@ -49,17 +49,19 @@ def _push_type(types, attrs):
     return s
 
 
-def _op(name, infer, kernel, nargs, attrs=None, normalize=None) -> Op:
-    return define(name, infer, kernel, nargs, attrs, normalize, internal=True)
+def _op(name, infer, kernel, nargs, attrs=None, normalize=None, linear=None) -> Op:
+    return define(name, infer, kernel, nargs, attrs, normalize, internal=True, linear=linear)
 
 
 STACK_EMPTY = _op("stack_empty", lambda types, attrs: ListType(attrs["elem"]),
                   lambda elem: None, 0, {"elem": REQUIRED}, _empty_normalize)
-STACK_PUSH = _op("stack_push", _push_type, lambda s, x: StackCell((x, s)), 2)
+# push and pop are linear (a stack of tangents is a tuple of them): transpose reads their
+# VJP rules (rules/stack.py), so linearize + transpose goes through loops' gradients
+STACK_PUSH = _op("stack_push", _push_type, lambda s, x: StackCell((x, s)), 2, linear="all")
 STACK_POP = _op(
     "stack_pop",
     lambda types, attrs: TupleType([_stack("stack_pop", types[0]).elem, types[0]]),
-    lambda s: s, 1)
+    lambda s: s, 1, linear="all")
 STACK_NONEMPTY = _op(
     "stack_nonempty",
     lambda types, attrs: (_stack("stack_nonempty", types[0]), TensorType((), "bool"))[1],
@@ -130,7 +132,7 @@ def _pop_or_zero_type(types, attrs):
 
 
 STACK_POP_OR_ZERO = _op("stack_pop_or_zero", _pop_or_zero_type, _pop_or_zero, 1,
-                        {"elem": REQUIRED}, _empty_normalize)
-STACK_ADD = _op("stack_add", _add_type, add_stacks, 2)
+                        {"elem": REQUIRED}, _empty_normalize, linear="all")
+STACK_ADD = _op("stack_add", _add_type, add_stacks, 2, linear="all")
 
 STACK_OPS = (STACK_EMPTY, STACK_PUSH, STACK_POP, STACK_NONEMPTY, STACK_POP_OR_ZERO, STACK_ADD)

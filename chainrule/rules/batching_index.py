@@ -55,6 +55,11 @@ def _adv_rank(key: tuple, idx, batched) -> int:
 
 def _lanes_index(size: int, rank: int) -> np.ndarray:
     """``arange(B)`` shaped to broadcast against index arrays of lane rank ``rank``."""
+    if isinstance(size, str):  # B symbolic (polymorphic_shapes): counted at run time
+        from .. import ops
+
+        count = ops.ones(shape=(size,), dtype="i64")
+        return ops.reshape(ops.subtract(ops.cumsum(count, axis=0), 1), (size,) + (1,) * rank)
     return np.arange(size, dtype=np.int64).reshape((size,) + (1,) * rank)
 
 

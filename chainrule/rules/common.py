@@ -3,13 +3,26 @@ of the other elements, swapping the last two axes."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import ops
 from ..emit.trace import Traced, current_trace
 from ..errors import GradientError
+from ..ir import dims
 from ..ir.types import DType
 from .registry import NoDerivative, jvp_rule, vjp_rule
+
+
+def zeros_as(x):
+    """Zeros of ``x``'s shape and dtype, made from its type alone when the shape is
+    static: a JVP map that needs a zero base (a scatter's) then does not keep the
+    value ``x`` alive, or computed, only for its shape."""
+    shape = tuple(x.shape)
+    if all(type(d) is int for d in shape):
+        return ops.zeros(shape=shape, dtype=x.dtype)
+    return ops.zeros_like(x)
 
 
 def keepdims_shape(shape, axis) -> tuple:
@@ -29,7 +42,7 @@ def reduced_count(shape, axis) -> int | None:
     """How many elements a reduction over ``axis`` combines; None when one of those
     dimensions is a symbol (its size is only known at run time)."""
     axes = range(len(shape)) if axis is None else axis
-    if any(type(shape[a]) is str for a in axes):
+    if any(isinstance(shape[a], str) for a in axes):
         return None
     return int(np.prod([shape[a] for a in (range(len(shape)) if axis is None else axis)]))
 
@@ -66,11 +79,8 @@ def prod_others(x, axis):
     order = rest + axes
     moved = ops.permute_dims(x, order)
     lead = tuple(x.shape[a] for a in rest)
-    n = reduced_count(x.shape, axes)
-    if n is None:  # the scans below are unrolled over the reduced length
-        raise GradientError(f"prod: the derivative of a product over the symbolic axes "
-                            f"{axes} of {x.type!r} is not supported (its exact form with "
-                            f"zeros is a scan unrolled over the axis length)")
+    # the reduced length: an int, or an expression of symbols (a scan in a loop then)
+    n = functools.reduce(dims.mul, (x.shape[a] for a in axes), 1)
     flat = ops.reshape(moved, lead + (n,))
     left = ops.prefix_product(flat, -1, exclusive=True)
     right = ops.flip(ops.prefix_product(ops.flip(flat, -1), -1, exclusive=True), -1)

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import ops
 from ..ir.indexing import ArrayIndex
+from .common import zeros_as
 from .registry import NoDerivative, jvp_rule, vjp_rule
 
 
@@ -53,7 +54,7 @@ def index_set_vjp(z, g, base, value, *arrays, key):
 def index_set_jvp(z, base, value, *arrays, key):
     """z = base.at[key].set(v);  dz = dbase.at[key].set(0) + zeros.at[key].set(dv)"""
     return ((lambda t: ops.index_set(t, ops.zeros(shape=(), dtype=t.dtype), *arrays, key=key)),
-            (lambda t: ops.index_set(ops.zeros_like(base), t, *arrays, key=key))
+            (lambda t: ops.index_set(zeros_as(base), t, *arrays, key=key))
             ) + (None,) * len(arrays)
 
 
@@ -89,7 +90,7 @@ def index_multiply_jvp(z, base, value, *arrays, key):
         dv = _dv_multiply(base, value, arrays, key, None)
     else:
         def dv(t):
-            return ops.index_set(ops.zeros_like(base), _dv_multiply(base, value, arrays, key, t),
+            return ops.index_set(zeros_as(base), _dv_multiply(base, value, arrays, key, t),
                                  *arrays, key=key)
     return ((lambda t: t * factor), dv) + (None,) * len(arrays)
 
@@ -117,7 +118,7 @@ def _extremum_jvp(z, base, value, *arrays, key):
     """dz = (dbase * [base == z] + zeros.at[key].add(dv * [v == z[key]])) / n"""
     from_base, from_value, count = _extremum_masks(z, base, value, arrays, key)
     return ((lambda t: t * from_base / count),
-            (lambda t: ops.index_add(ops.zeros_like(z), t * from_value, *arrays, key=key)
+            (lambda t: ops.index_add(zeros_as(z), t * from_value, *arrays, key=key)
              / count)) + (None,) * len(arrays)
 
 

@@ -3,10 +3,13 @@ shape op is linear, so its JVP applies the op itself to the tangent."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from .. import ops
-from .common import linear_self, swap_last
+from ..ir import dims
+from .common import linear_self, swap_last, zeros_as
 from .registry import jvp_rule, vjp_rule
 
 for _op in (ops.reshape, ops.permute_dims, ops.expand_dims, ops.squeeze, ops.broadcast_to,
@@ -59,7 +62,7 @@ def flip_vjp(z, g, x, axis):
 @vjp_rule(ops.concatenate)
 def concatenate_vjp(z, g, *xs, axis):
     """z = concatenate(xs, axis);  dxs = split(g) at the operands' boundaries"""
-    bounds = tuple(np.cumsum([x.shape[axis] for x in xs])[:-1].tolist())
+    bounds = tuple(itertools.accumulate([x.shape[axis] for x in xs[:-1]], dims.add))
     return tuple(ops.split(g, indices_or_sections=bounds, axis=axis))
 
 
@@ -69,7 +72,7 @@ def concatenate_jvp(z, *xs, axis):
 
     def part(i):
         def f(t):
-            pieces = [t if j == i else ops.zeros_like(x) for j, x in enumerate(xs)]
+            pieces = [t if j == i else zeros_as(x) for j, x in enumerate(xs)]
             return ops.concatenate(*pieces, axis=axis)
 
         return f
@@ -112,7 +115,7 @@ def index_add_vjp(z, g, base, value, *arrays, key):
 def index_add_jvp(z, base, value, *arrays, key):
     """z = base.at[key].add(v);  dz = dbase.at[key].add(dv)"""
     return ((lambda t: t),
-            (lambda t: ops.index_add(ops.zeros_like(base), t, *arrays, key=key))
+            (lambda t: ops.index_add(zeros_as(base), t, *arrays, key=key))
             ) + (None,) * len(arrays)
 
 

@@ -52,16 +52,20 @@ def _horner(w, coefficients):
 
 
 def _gaussian(x, scale: float):
-    """exp(-scale x^2), with x clipped at +-40 where it underflows anyway: x * x overflows
-    for |x| > 1.3e154 (float64, 1.8e19 in float32) and its tangent times the 0 it feeds
-    is NaN in forward mode at order 2."""
+    """exp(-scale x^2), with real x clipped at +-40 where it underflows anyway: x * x
+    overflows for |x| > 1.3e154 (float64, 1.8e19 in float32) and its tangent times the 0
+    it feeds is NaN in forward mode at order 2. Complex x (erf is entire: exp(-z^2) grows
+    along the imaginary axis) is not clipped."""
+    if np.dtype(x.dtype).kind == "c":
+        return ops.exp(-scale * (x * x))
     xc = _clip(x, 40.0)
     return ops.exp(-scale * (xc * xc))
 
 
 _rules(ops.erf, lambda z, x: (_2_SQRT_PI * _gaussian(x, 1.0),),
-       "z = erf(x);  f'(x) = 2 / sqrt(pi) exp(-x^2)  (x clipped at +-40, where it underflows: "
-       "no overflow of x^2 in its derivatives)")
+       "z = erf(x);  f'(x) = 2 / sqrt(pi) exp(-x^2)  (real x clipped at +-40, where it "
+       "underflows: no overflow of x^2 in its derivatives);  holomorphic for complex x: "
+       "dx = g f'(x), JAX's convention (no conjugate)")
 _rules(ops.erfc, lambda z, x: (-_2_SQRT_PI * _gaussian(x, 1.0),),
        "z = erfc(x);  f'(x) = -2 / sqrt(pi) exp(-x^2)  (as erf)")
 _rules(ops.erfinv, lambda z, x: (_SQRT_PI_2 * ops.exp(z * z),),

@@ -2,8 +2,9 @@
 ``solve_triangular``, ``cholesky`` (upper by default, as SciPy), ``cho_factor`` /
 ``cho_solve``, ``inv``, ``det``, ``eigh`` (also generalized, ``b=``), ``eigvalsh``
 and ``expm`` (its derivative is the Frechet derivative, from the block-matrix
-identity). Ops that declare ``"scipy.linalg.<name>"`` in their ``namespace``
-appear here too, next to the functions written below. Stacks of matrices
+identity), ``sqrtm``, ``solve_sylvester`` and ``solve_banded`` (see
+``chainrule/ops/matrix_equations.py``). Ops that declare ``"scipy.linalg.<name>"`` in
+their ``namespace`` appear here too, next to the functions written below. Stacks of matrices
 (leading axes) work as in SciPy 1.15+; ``overwrite_*`` and ``check_finite`` are
 accepted and have no effect (arrays are never overwritten here).
 
@@ -219,8 +220,43 @@ def expm(A):  # noqa: N803 - SciPy's name
     return _ops.expm(A)
 
 
+_NO_DISP = ("sqrtm: disp=False (deprecated since SciPy 1.16) is not supported; the "
+            "residual is norm(s @ s - A) / norm(A)")
+
+
+@_exposes(_ops.sqrtm)
+def sqrtm(A, disp=True, blocksize=64):  # noqa: N803 - SciPy's name
+    """The principal square root S of A (S @ S = A), always a complex matrix, as JAX's
+    (SciPy's is real when the root is: a dtype known only from the values). Its derivative
+    dS solves the Sylvester equation S dS + dS S = dA. ``blocksize`` has no effect."""
+    if disp is not True:
+        raise LinalgArgumentError(_NO_DISP)
+    return _ops.sqrtm(A)
+
+
+@_exposes(_ops.solve_sylvester)
+def solve_sylvester(a, b, q):
+    """X with a X + X b = q (unique when a and -b share no eigenvalue). Differentiable
+    in a, b and q: a dX + dX b = dq - da X - X db."""
+    return _ops.solve_sylvester(a, b, q)
+
+
+@_exposes(_ops.solve_banded)
+def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    """x with A x = b, A given by its diagonals: (l, u) = l_and_u sub- and
+    super-diagonals, ab[u + i - j, j] = A[i, j] (SciPy's banded storage; the corners of
+    ab no A[i, j] maps to are not read, and their derivative is 0). b is (n,) or (n, k)."""
+    try:
+        lower, upper = (int(k) for k in l_and_u)
+    except (TypeError, ValueError):
+        raise LinalgArgumentError(f"solve_banded: l_and_u must be a pair of ints (l, u), got "
+                                  f"{l_and_u!r}") from None
+    return _ops.solve_banded(ab, b, lower, upper)
+
+
 # the functions written here (besides the ops that declare "scipy.linalg.<name>")
 _OWN: list[str] = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "solve", "inv",
-                   "det", "eigh", "eigvalsh", "expm"]
+                   "det", "eigh", "eigvalsh", "expm", "sqrtm", "solve_sylvester",
+                   "solve_banded"]
 
 __all__ = _assemble(globals(), "scipy.linalg.", _OWN)

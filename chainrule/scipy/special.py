@@ -16,6 +16,7 @@ from .. import ops as _ops
 from ..errors import ChainruleError as _ChainruleError
 from ..ir.op import is_dispatched as _is_dispatched
 from ..numpy._assemble import assemble as _assemble
+from ..numpy._core import _exposes
 
 
 def _shape(x) -> tuple:
@@ -99,6 +100,16 @@ def psi(x):
     return _ops.digamma(x)
 
 
-_OWN: list[str] = ["expit", "logit", "logsumexp", "multigammaln", "psi"]
+@_exposes(_ops.bessel_yn)
+def yn(n, x):
+    """The Bessel function of the second kind of integer order n (an int or an integer
+    array, broadcast against x; a float order is refused: SciPy would truncate it). Its
+    derivative in x is (yn(n - 1, x) - yn(n + 1, x)) / 2; n has none."""
+    if isinstance(n, (int, _np.integer)) and not isinstance(n, bool):
+        n = _np.int64(n)  # a Python int stays an integer (not the dtype of x)
+    return _ops.bessel_yn(n, x)
+
+
+_OWN: list[str] = ["expit", "logit", "logsumexp", "multigammaln", "psi", "yn"]
 
 __all__ = _assemble(globals(), "scipy.special.", _OWN)

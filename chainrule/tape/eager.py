@@ -47,10 +47,12 @@ def _fit(g, shape: tuple, dtype: np.dtype, op) -> np.ndarray:
     return g
 
 
-def _operands(args) -> list:
+def _operands(node) -> list:
     """The recorded operands as the rules see them in a program: arrays, and Python
     numbers as 0-d arrays of the dtype they take next to the others (weak scalars)."""
-    values = [a.value() if isinstance(a, Tensor) else a for a in args]
+    values = [a.value() if isinstance(a, Tensor) else a for a in node.args]
+    if node.sig is not None:  # recorded eagerly: the scalars' dtypes are known
+        return node.sig.operands(values)
     if not any(type(v) in PYTHON_SCALARS for v in values):
         return values
     strong = tuple(np.asarray(v).dtype for v in values if type(v) not in PYTHON_SCALARS)
@@ -58,9 +60,18 @@ def _operands(args) -> list:
             for v in values]
 
 
-def _needing(layout) -> set[int]:
+def _needing(layout) -> set[int] | None:
     """The ids of the leaves and of the nodes a leaf reaches through differentiable ops:
-    the values a gradient flows to (floor(x) and the like stop it, as in the pass)."""
+    the values a gradient flows to (floor(x) and the like stop it, as in the pass).
+    None when that is every node (all ops differentiable, no ``wrt`` cut): every
+    recorded node requires grad, so it reaches a leaf."""
+    if layout.cut is None:
+        for t in layout.nodes:
+            op = t.node.op
+            if op is not None and not op.differentiable:
+                break
+        else:
+            return None
     needs = {id(t) for t in layout.leaves}
     for t in layout.nodes:
         node = t.node
@@ -78,34 +89,22 @@ def eager_gradients(layout, seed) -> list:
     needs = _needing(layout)
     adjoints: dict[int, object] = {id(layout.loss): seed}
     leaf_grads: list = [None] * len(layout.leaves)
-
-    def add(a, ct, op):
-        ref = position.get(id(a))
-        if ref is None or ref[0] == "input":
-            return
-        shape, dtype = a.aval()
-        ct = _fit(ct, tuple(shape), np.dtype(dtype), op)
-        if ref[0] == "leaf":  # a fresh array: the caller keeps it as .grad
-            old = leaf_grads[ref[1]]
-            leaf_grads[ref[1]] = np.array(ct, copy=True) if old is None else old + ct
-            return
-        old = adjoints.get(id(a))
-        adjoints[id(a)] = ct if old is None else old + ct
-
-    for k in range(len(layout.nodes) - 1, -1, -1):
-        t = layout.nodes[k]
-        g = adjoints.pop(id(t), None)
-        if g is None or id(t) not in needs:
+    pop = adjoints.pop
+    nodes = layout.nodes
+    for k in range(len(nodes) - 1, -1, -1):
+        t = nodes[k]
+        g = pop(id(t), None)
+        if g is None or (needs is not None and id(t) not in needs):
             continue
         node = t.node
-        if node.op is None:  # an item of a tuple-valued op: the tuple's cotangent slot
+        op = node.op
+        if op is None:  # an item of a tuple-valued op: the tuple's cotangent slot
             parent, index = node.args[0], node.attrs["index"]
             slots = adjoints.get(id(parent))
             if slots is None:
                 slots = adjoints[id(parent)] = [None] * len(parent.value())
             slots[index] = g if slots[index] is None else slots[index] + g
             continue
-        op = node.op
         if not op.differentiable:
             continue
         out = t.value()
@@ -116,13 +115,27 @@ def eager_gradients(layout, seed) -> list:
             raise NoRuleError(f"no VJP rule for: {op.name} (register one with "
                               f"chainrule.rules.register_vjp)")
         args = node.args
-        cts = rule(out, g, *_operands(args), **node.attrs)
+        cts = rule(out, g, *_operands(node), **node.attrs)
         for i, (a, ct) in enumerate(zip(args, cts)):
-            if ct is None or id(a) not in needs:
+            if ct is None or (needs is not None and id(a) not in needs):
+                continue
+            ref = position.get(id(a))
+            if ref is None or ref[0] == "input":
                 continue
             if type(ct) is NoDerivative:
                 raise NoRuleError(f"{op.name}(...): no derivative with respect to operand "
                                   f"{i}: {ct.reason}")
-            add(a, ct, op)
+            shape, dtype = a.aval()
+            if type(ct) is not _ndarray or ct.shape != shape or ct.dtype != dtype:
+                ct = _fit(ct, tuple(shape), np.dtype(dtype), op)
+            if ref[0] == "leaf":  # a fresh array: the caller keeps it as .grad
+                old = leaf_grads[ref[1]]
+                leaf_grads[ref[1]] = np.array(ct, copy=True) if old is None else old + ct
+                continue
+            old = adjoints.get(id(a))
+            adjoints[id(a)] = ct if old is None else old + ct
     return [np.zeros(*leaf.aval()) if g is None else g
             for leaf, g in zip(layout.leaves, leaf_grads)]
+
+
+_ndarray = np.ndarray

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import operator
 from collections import Counter
 
 import numpy as np
@@ -58,27 +59,36 @@ def topological(root: Tensor, include=None, cut=None) -> list[Tensor]:
     sorted by each node's sequence number.
     """
     if include is None:
-        def include(u):
-            return u.requires_grad and (cut is None or id(u) not in cut)
+        if cut is None:
+            include = _requires_grad
+        else:
+            def include(u):
+                return u.requires_grad and id(u) not in cut
     if root.node is None or not include(root):
         return []
     seen = {id(root)}
-    out = []
+    out = [root]
     stack = [root]
-    pop, push, add = stack.pop, stack.append, seen.add
+    pop, push, add, keep = stack.pop, stack.append, seen.add, out.append
     while stack:
-        t = pop()
-        out.append(t)
-        args = t.node.args
+        args = pop().node.args
         if args is FREED:
             raise _freed_error()
         for a in args:
-            if isinstance(a, Tensor) and a.node is not None and id(a) not in seen \
+            if type(a) is Tensor and a.node is not None and id(a) not in seen \
                     and include(a):
                 add(id(a))
                 push(a)
-    out.sort(key=_seq)
+                keep(a)
+    out.sort(key=_SEQ_OF)
     return out
+
+
+_SEQ_OF = operator.attrgetter("node.seq")
+
+
+def _requires_grad(u: Tensor) -> bool:
+    return u.requires_grad
 
 
 def _aval_of(x):
@@ -136,19 +146,28 @@ class _Layout:
         self.loss = loss
         self.inputs: list = []
         position = self.position
+        get = position.get
         ref = self._ref
+        # the structure, flat: per node a header (its Signature: op, attributes, operand
+        # shapes and dtypes, which fix the number of operands that follow), then where
+        # each operand comes from
         key = []
+        push = key.append
         for k, t in enumerate(nodes):
             node = t.node
-            refs = tuple([position.get(id(a)) or ref(a) for a in node.args])
-            if node.op is None:
-                key.append(("item", refs[0], node.attrs["index"]))
-            else:
+            args = node.args
+            if node.sig is not None:
+                push(node.sig)
+            elif node.op is None:
+                push(("item", node.attrs["index"]))
+            else:  # recorded lazily: no signature yet
                 ak = attrs_key(node.attrs) if node.attrs else ()
-                key.append((node.op, refs, object() if ak is None else ak))
+                push((node.op, len(args), object() if ak is None else ak))
+            for a in args:
+                push(get(id(a)) or ref(a))
             position[id(t)] = ("node", k)
-        self.key = (tuple(key), tuple([_aval_key(x) for x in self.leaves + self.inputs]),
-                    self._ref(loss))
+        self.key = StructureKey((tuple(key), tuple([_aval_key(x) for x in self.leaves
+                                                    + self.inputs]), self._ref(loss)))
 
     def _ref(self, a):
         position = self.position
@@ -220,13 +239,27 @@ class _Layout:
         return self.inputs[i]
 
 
-def _seq(t: Tensor) -> int:
-    return t.node.seq
+class StructureKey:
+    """A recorded structure as a cache key: its parts, with their hash computed once
+    (a tape's key has an entry per operand, and the cache hashes it more than once)."""
+
+    __slots__ = ("parts", "hash")
+
+    def __init__(self, parts: tuple):
+        self.parts = parts
+        self.hash = hash(parts)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other) -> bool:
+        return (type(other) is StructureKey and self.hash == other.hash
+                and self.parts == other.parts)
 
 
 def _aval_key(x):
     shape, dtype = _aval_of(x)
-    return (tuple(shape), str(dtype))
+    return (tuple(shape), dtype)  # the dtype object: str(dtype) is a slow Python call
 
 
 def record_module(t: Tensor) -> Module:
@@ -266,13 +299,24 @@ def _seed(loss: Tensor, gradient):
     return seed
 
 
+# Building and compiling a pullback costs about 15 eager backwards of its structure,
+# whatever its size; small structures are compiled the second time they are seen (a
+# training loop gets to generated code at once), a very large one only once it has come
+# back often enough to pay for it (a 100,000-op tape: 20 sightings, not a 30 s compile
+# on the second backward).
+CODEGEN_NODES_PER_SIGHTING = 5000
+
+
 class _Seen:
-    """A structure backpropagated once, eagerly: its pullback is built if it comes back."""
+    """A structure backpropagated eagerly so far: its pullback is built once it has been
+    seen ``due`` times."""
 
     compiled = None
 
     def __init__(self, layout: _Layout):
         self.n_nodes = len(layout.nodes)
+        self.count = 1
+        self.due = max(2, self.n_nodes // CODEGEN_NODES_PER_SIGHTING)
 
 
 def _run(layout: _Layout, seed, create_graph: bool):
@@ -284,8 +328,11 @@ def _run(layout: _Layout, seed, create_graph: bool):
     if (pb is None or type(pb) is _Seen) and not create_graph:
         if isinstance(seed, Tensor):
             seed = np.asarray(seed.value(), layout.loss.aval()[1])
-        if pb is None:
-            _BACKWARD_CACHE.put(layout.key, _Seen(layout))
+        if pb is None or pb.count + 1 < pb.due:
+            if pb is None:
+                _BACKWARD_CACHE.put(layout.key, _Seen(layout))
+            else:
+                pb.count += 1
             STATS["eager_backwards"] += 1
             STATS["last_nodes"] = len(layout.nodes)
             STATS["last_ops"] = Counter(t.node.op.name for t in layout.nodes

@@ -15,9 +15,10 @@ import threading
 
 import numpy as np
 
+from .. import ops
 from ..emit.methods import ArrayMethods
 from ..errors import ArgumentError, ChainruleError, ConcretizationError, TraceError
-from ..ir.op import HANDLERS, evaluate
+from ..ir.op import HANDLERS, PYTHON_SCALARS, attrs_key, evaluate, to_arrays
 from ..ir.types import DType
 
 
@@ -67,15 +68,46 @@ def lazy():
 
 
 class Node:
-    """One recorded op: its operands (tensors or plain values) and attributes."""
+    """One recorded op: its operands (tensors or plain values) and attributes, and the
+    ``Signature`` it was recorded with (None when recorded lazily)."""
 
-    __slots__ = ("op", "args", "attrs", "seq", "__weakref__")
+    __slots__ = ("op", "args", "attrs", "sig", "seq", "__weakref__")
 
-    def __init__(self, op, args, attrs):
+    def __init__(self, op, args, attrs, sig=None):
         self.op = op
         self.args = args
         self.attrs = attrs
+        self.sig = sig
         self.seq = next(_SEQ)  # recording order, so graphs print as they were written
+
+
+class Signature:
+    """What recording ``op`` on operands of given shapes and dtypes needs, worked out once
+    by the op's type rule (``evaluate``) and shared by every node recorded alike: the
+    normalized attributes and the dtypes its Python-number operands take (None if it
+    has none). A structure key compares signatures by identity: same object, same op,
+    attributes, operand shapes and dtypes."""
+
+    __slots__ = ("op", "attrs", "scalar_dtypes", "kernel")
+
+    def __init__(self, op, attrs, scalar_dtypes, arrays):
+        self.op = op
+        self.attrs = attrs
+        self.scalar_dtypes = scalar_dtypes
+        kernel = op.kernel
+        # a kernel that casts integer operands to float first is its ufunc itself when
+        # an operand is a float already (ops/elementwise.py): one Python call less
+        direct = getattr(kernel, "on_floats", None)
+        if direct is not None and any(a.dtype.kind in "fc" for a in arrays):
+            kernel = direct
+        self.kernel = kernel
+
+    def operands(self, values) -> list:
+        """The arrays the kernel (and a VJP rule) takes for these operand values."""
+        if self.scalar_dtypes is None:
+            return values
+        return [v if d is None else np.asarray(v, d)
+                for v, d in zip(values, self.scalar_dtypes)]
 
 
 _SEQ = itertools.count(1)
@@ -232,6 +264,67 @@ class Tensor(ArrayMethods):
 
     # -- recording ------------------------------------------------------------------------
     def _cr_apply(self, op, args, attrs):
+        """Record (or just compute) ``op`` on ``args``. The hot path of every op on a
+        tensor, kept to one frame: operands that are tensors, arrays and Python numbers
+        are looked up by signature (op, shapes, dtypes, scalar types, attributes), so
+        the type rule runs once per signature; the values come from NumPy."""
+        if MODE.lazy:
+            return self._apply_general(op, args, attrs)
+        key = [op]
+        values = []
+        record = False
+        for a in args:
+            ta = type(a)
+            if ta is Tensor:
+                v = a._value
+                if v is None:
+                    v = a.value()
+                if type(v) is not _ndarray:
+                    if type(v) is tuple:
+                        return self._apply_general(op, args, attrs)
+                    v = np.asarray(v)  # a NumPy scalar a kernel returned
+                if a.requires_grad:
+                    record = True
+                key.append(v.shape)
+                key.append(v.dtype)
+            elif ta is _ndarray:
+                v = a
+                key.append(v.shape)
+                key.append(v.dtype)
+            elif ta is float or ta is int or ta is bool:
+                v = a
+                key.append(ta)
+            else:
+                return self._apply_general(op, args, attrs)
+            values.append(v)
+        if attrs:
+            ak = attrs_key(attrs)
+            if ak is None:  # an attribute without an exact key (an index array)
+                return self._apply_general(op, args, attrs)
+            key.append(_ATTRS)
+            key.append(ak)
+        key = tuple(key)
+        sig = _SIGNATURES.get(key)
+        if sig is None:
+            out, sig = _first_of_signature(op, values, attrs, key)
+        else:
+            dtypes = sig.scalar_dtypes
+            if dtypes is not None:  # a loop, not sig.operands(): no frame on the hot path
+                for i, d in enumerate(dtypes):
+                    if d is not None:
+                        values[i] = np.asarray(values[i], d)
+            out = sig.kernel(*values, **sig.attrs) if sig.attrs else sig.kernel(*values)
+        if not (record and MODE.grad_enabled):
+            if type(out) is tuple:
+                return tuple([Tensor(o) for o in out])
+            return Tensor(out)
+        t = Tensor(out, True, Node(op, args if type(args) is tuple else tuple(args),
+                                   sig.attrs, sig))
+        if type(out) is tuple:
+            return _split_tuple(t)
+        return t
+
+    def _apply_general(self, op, args, attrs):
         mode = MODE
         record = False
         for a in args:
@@ -259,6 +352,27 @@ class Tensor(ArrayMethods):
 
 
 _PLAIN_OPERANDS = {np.ndarray, float, int, bool, np.float64, np.float32}
+_ndarray = np.ndarray
+_ATTRS = object()  # separates the operands from the attributes in a signature key
+# signature key -> Signature; cleared when full (nodes keep their own Signature, so a
+# cleared entry only means the type rule runs again)
+_SIGNATURES: dict = {}
+_SIGNATURES_LIMIT = 8192
+
+
+def _first_of_signature(op, values, attrs, key) -> tuple:
+    """The op computed by ``evaluate`` (every check the type rule makes), and the
+    Signature that lets later calls alike skip straight to the kernel."""
+    arrays = to_arrays(values)
+    out, norm = evaluate(op, arrays, attrs, with_attrs=True)
+    scalar_dtypes = None
+    if any(type(v) in PYTHON_SCALARS for v in values):
+        scalar_dtypes = tuple(arr.dtype if type(v) in PYTHON_SCALARS else None
+                              for v, arr in zip(values, arrays))
+    if len(_SIGNATURES) >= _SIGNATURES_LIMIT:
+        _SIGNATURES.clear()
+    sig = _SIGNATURES[key] = Signature(op, norm, scalar_dtypes, arrays)
+    return out, sig
 
 
 def _check_operand(op, a) -> None:
@@ -299,6 +413,40 @@ class _TupleItem:
 
 
 HANDLERS[Tensor] = 50
+
+# operands with which ``Tensor`` wins the dispatch (nothing of higher priority, such as
+# a traced value, is involved): the operators below go straight to ``_cr_apply``
+_DIRECT = frozenset({Tensor, np.ndarray, float, int, bool})
+
+
+def _operator(op, name: str, reflected: bool):
+    """``Tensor.<name>``: ``op`` applied without the generic dispatch of ``Op.__call__``
+    when the other operand is plain (the common case), through it otherwise."""
+    if reflected:
+        def method(self, o):
+            if type(o) in _DIRECT:
+                return self._cr_apply(op, (o, self), {})
+            return op(o, self)
+    else:
+        def method(self, o):
+            if type(o) in _DIRECT:
+                return self._cr_apply(op, (self, o), {})
+            return op(self, o)
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+for _name, _op in (("add", ops.add), ("sub", ops.subtract), ("mul", ops.multiply),
+                   ("truediv", ops.divide), ("matmul", ops.matmul), ("pow", ops.power)):
+    setattr(Tensor, f"__{_name}__", _operator(_op, f"__{_name}__", False))
+    setattr(Tensor, f"__r{_name}__", _operator(_op, f"__r{_name}__", True))
+
+
+def _negative(self):
+    return self._cr_apply(ops.negative, (self,), {})
+
+
+Tensor.__neg__ = _negative
 
 
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:

@@ -4,6 +4,12 @@ A message is ``None`` (zero), an atom (a Var or Constant; a Var may hold a
 tuple), or a Python tuple of messages mirroring a tuple type. Adding,
 splitting and materializing messages emits IR only when needed, so zero
 parts of tuples never become arrays unless a rule must see them.
+
+``None`` is the one symbolic zero of every transform (JAX's ``Zero``): the
+adjoints of ``gradient``, the tangents of ``jvp`` (and so of ``linearize``) and
+the cotangents of ``transpose``. It needs no type of its own: a message is
+always the derivative of a known value, whose type ``materialize`` is given
+where an array must exist (a loop carry, a branch result, a returned value).
 """
 
 from __future__ import annotations

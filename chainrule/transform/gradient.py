@@ -35,7 +35,7 @@ from ..ir.nodes import Function, If, Module, Tuple, Var, While
 from ..ir.types import TensorType, TupleType, has_float
 from . import gradient_control as control
 from .base import OptionsPass, register_pass
-from .gradient_closures import function_backward
+from .gradient_closures import forward_function_tuples, function_backward
 from .gradient_sweep import (
     STRAIGHT_LINE_BACKWARD,
     Context,
@@ -83,6 +83,7 @@ def gradient(module: Module, func: str = "main", require_grads=None, target_inde
     of a tuple result as the target. ``sens=True`` adds a trailing
     ``cotangent`` parameter (the target's cotangent), for non-scalar targets.
     """
+    module = forward_function_tuples(module)
     fn = module[func]
     result = fn.body.result
     rtype = arg_type_of(result)
@@ -170,6 +171,7 @@ def vjp_module(module: Module, func: str = "main", wrt=None) -> Module:
     """Add ``<func>_vjp(params) -> (result, pullback)``; ``pullback(cotangent)``
     returns the adjoints of the float parameters (a closure: no recomputation);
     with ``wrt`` (parameter positions), of those only: the others are constants."""
+    module = forward_function_tuples(module)
     ctx = _context(module)
     ctx.vjp_name(func, wrt)
     funcs = dict(module.functions)

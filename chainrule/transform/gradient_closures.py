@@ -22,9 +22,10 @@ first-order code: no ``def`` is left (tests/test_closures_ad.py).
 from __future__ import annotations
 
 from ..errors import GradientError
-from ..ir.nodes import Binding, Call, Function, GlobalVar, Tuple, TupleGetItem, Var
+from ..ir.nodes import Binding, Call, Function, GlobalVar, Module, Tuple, TupleGetItem, Var
 from ..ir.types import FuncType, TupleType, has_float
-from ..ir.visitor import free_vars
+from ..ir.visitor import Mutator, free_vars, nested_blocks
+from .inline import _callees, _Inliner, inlinable
 
 
 def has_function(t) -> bool:
@@ -241,6 +242,60 @@ def result_env_type(ctx, fn: Function, name: str, param_envs: dict):
     return env_of(result)
 
 
+# -- function values inside tuples --------------------------------------------------------
+
+
+def _in_tuple(t) -> bool:
+    """A tuple type holding a function value (a function value by itself is not)."""
+    return isinstance(t, TupleType) and has_function(t)
+
+
+def _holds_function_tuples(fn: Function) -> bool:
+    stack = [fn.body]
+    while stack:
+        block = stack.pop()
+        for b in block.bindings:
+            if _in_tuple(b.var.type):
+                return True
+            stack.extend(nested_blocks(b.value))
+    return False
+
+
+def forward_function_tuples(module: Module) -> Module:
+    """Function values inside tuples made where the sweep sees them: a module function
+    returning or taking such a tuple (``(closure, array)``) is inlined where it is
+    called (when not recursive), and ``f = t[0]`` of a tuple literal ``t = (g, x)``
+    becomes ``g`` itself, so each function value reaches its calls by itself (whose
+    reverse mode is above: its VJP version, its env adjoint). Programs without such
+    tuples are returned as they are; a tuple that stays (a branch's result, say) is
+    still refused, saying where."""
+    holders = {name for name, fn in module.functions.items() if _holds_function_tuples(fn)}
+    if not holders:
+        return module
+    targets = inlinable(module) & {
+        name for name, fn in module.functions.items()
+        if _in_tuple(fn.ret_type) or any(_in_tuple(p.type) for p in fn.params)}
+    funcs = {}
+    for name, fn in module.functions.items():
+        if name in holders or _callees(fn) & targets:
+            funcs[name] = _TupleForwarder(module, targets).function(fn)
+        else:
+            funcs[name] = fn
+    return Module(funcs, module.meta)
+
+
+class _TupleForwarder(_Inliner):
+    """``inline._Inliner`` that leaves calls of closures as calls (their reverse mode is
+    the VJP version's, not an inlined copy)."""
+
+    def rewrite(self, binding):
+        v = binding.value
+        if isinstance(v, Call) and isinstance(v.callee, Var):
+            return Mutator.rewrite(self, binding)
+        return super().rewrite(binding)
+
+
 __all__ = ["adjoint_type", "closure_call_backward", "closure_call_forward", "closure_env",
            "function_backward", "function_forward", "global_call_forward", "has_function",
-           "needs_vjp_call", "result_env_type", "vjp_closure_type", "vjp_version"]
+           "forward_function_tuples", "needs_vjp_call", "result_env_type", "vjp_closure_type",
+           "vjp_version"]

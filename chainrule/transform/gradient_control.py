@@ -43,7 +43,13 @@ from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import block_free_vars, substitute_vars
 from ..ops.stack import STACK_EMPTY, STACK_POP, STACK_PUSH
 from .adjoint import has_function
-from .gradient_control_revolve import RevolveTape, marker_of, revolve_backward, revolve_forward
+from .gradient_control_revolve import (
+    RevolveTape,
+    hoist_views,
+    marker_of,
+    revolve_backward,
+    revolve_forward,
+)
 from .gradient_sweep import Sweep, flat_vars
 
 I64 = TensorType((), "i64")
@@ -288,6 +294,7 @@ def while_backward(sweep: Sweep, binding: Binding, msg) -> None:
     new_accs = [adj.add(acc, part, u.type) for acc, part, u in zip(accs, dparts[nf:], tape.free)]
     counted = b.call(ops.subtract, [k, Constant(np.int64(1))], None, f"{name}_k")
     body_block = b.end_block(Tuple([counted, *rests, _carry(node, new_ct), *new_accs]))
+    body_block = hoist_views(b, body_block, [k, *stacks, tape.ct, *accs])
     loop = b.emit(While([k, *stacks, tape.ct, *accs],
                         [tape.trips, *tape.saved, ct0, *zeros_free], cond_block, body_block),
                   f"{name}_reverse")

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ops
-from ..ir.nodes import Binding, Call, Constant, If, Tuple, TupleGetItem, Var, While
+from ..ir.nodes import Binding, Block, Call, Constant, If, Tuple, TupleGetItem, Var, While
 from ..ir.types import ListType, TensorType, TupleType, has_float
-from ..ir.visitor import Mutator, block_free_vars
+from ..ir.visitor import Mutator, block_free_vars, vars_used
 from ..ops.stack import STACK_EMPTY, STACK_POP, STACK_PUSH
 from ..ops.stack_schedule import LOOP_CHECKPOINT, REVOLVE_NEXT
 from .gradient_sweep import Sweep, flat_vars
@@ -51,6 +51,59 @@ def marker_of(sweep: Sweep, node: While):
     return None
 
 
+def row_buffers(node: While) -> dict:
+    """The loop variables the loop only writes rows into (``scan``'s outputs), by
+    position: each is read once, by ``index_add(buffer, row, ...)`` whose result is the
+    next value of that variable and nothing else. No iteration reads them, and the
+    backward of a write does not read the buffer (its row's cotangent is a row of the
+    buffer's): snapshots leave them out, advancing does not write them, and the rerun
+    iteration is given the final buffers, whose write the clean-up passes drop."""
+    result = node.body.result
+    fields = list(result.fields) if isinstance(result, Tuple) else [result]
+    if len(fields) != len(node.loop_vars):
+        return {}
+    reads: dict = {}
+    for v in vars_used(node.cond.result) + [a for b in node.cond.bindings
+                                              for a in vars_used(b.value)]:
+        reads[v] = reads.get(v, 0) + 2  # read by the condition: not a buffer
+    writer = {}
+    for b in node.body.bindings:
+        for a in vars_used(b.value):
+            reads[a] = reads.get(a, 0) + 1
+        v = b.value
+        if isinstance(v, Call) and v.callee is ops.index_add and isinstance(v.args[0], Var):
+            writer[v.args[0]] = b.var
+    for a in vars_used(result):
+        reads[a] = reads.get(a, 0) + 1
+    out = {}
+    for k, lv in enumerate(node.loop_vars):
+        w = writer.get(lv)
+        if k and w is not None and fields[k] is w and reads.get(lv) == 1 and reads.get(w) == 1:
+            out[k] = w
+    return out
+
+
+# ops that only make a view (no arithmetic, cannot fail): safe to run once before a loop
+# even when the loop runs zero times
+_VIEWS = ("permute_dims", "matrix_transpose")
+
+
+def hoist_views(b, body: Block, inside) -> Block:
+    """``body`` without its views of loop-invariant values (the ``W.T`` of a matmul's
+    backward), which are emitted here, before the loop, once: a transpose per iteration
+    costs a Python call and an array object each time. ``inside``: the loop variables."""
+    inside, kept = set(inside), []
+    for x in body.bindings:
+        v = x.value
+        if (isinstance(v, Call) and getattr(v.callee, "name", None) in _VIEWS
+                and not any(isinstance(a, Var) and a in inside for a in v.args)):
+            b.bindings.append(x)
+        else:
+            kept.append(x)
+            inside.add(x.var)
+    return body if len(kept) == len(body.bindings) else Block(kept, body.result)
+
+
 @dataclass
 class RevolveTape:
     inputs: list
@@ -61,21 +114,35 @@ class RevolveTape:
     index_stack: Var
     carry_stack: Var
     depth: Var
+    buffers: dict  # position -> the binding that writes rows into it (row_buffers)
+    finals: list  # the forward's final carry (the rerun reads the buffers from it)
 
 
 def _i64(k: int) -> Constant:
     return Constant(np.int64(k))
 
 
-def _plain_copy(sweep: Sweep, node: While, carry: list) -> list:
+def _mark(b, first, trips, budget: int, name: str):
+    """``loop_checkpoint(first, trips, snapshots=budget)``: the loops this module emits
+    carry the user's budget on, so that the reverse mode of this reverse mode (grad of
+    grad, jacrev of grad) checkpoints them too instead of storing every iteration."""
+    return b.call(LOOP_CHECKPOINT, [first, trips], {"snapshots": budget}, name)
+
+
+def _plain_copy(sweep: Sweep, node: While, carry: list, buffers=None) -> list:
     """Emit one iteration of ``node``'s body on ``carry`` (no residuals kept); returns
-    the next carry's atoms."""
+    the next carry's atoms. With ``buffers`` (``row_buffers``), ``carry`` holds the other
+    loop variables only, the rows are not written, and neither are they returned."""
+    buffers = buffers or {}
+    core = [v for k, v in enumerate(node.loop_vars) if k not in buffers]
+    skip = set(buffers.values())
     m = Mutator(sweep.ctx.module)
     m.builder = sweep.b
-    m.subst = ChainMap(dict(zip(node.loop_vars, carry)), sweep.copy.subst)
-    m.emit_bindings(list(node.cond.bindings) + list(node.body.bindings))
-    res = m.atom(node.body.result)
-    return list(res.fields) if len(node.loop_vars) > 1 else [res]
+    m.subst = ChainMap(dict(zip(core, carry)), sweep.copy.subst)
+    m.emit_bindings([b for b in list(node.cond.bindings) + list(node.body.bindings)
+                     if b.var not in skip])
+    fields = node.body.result.fields if len(node.loop_vars) > 1 else [node.body.result]
+    return [m.atom(f) for k, f in enumerate(fields) if k not in buffers]
 
 
 def _plain_cond(sweep: Sweep, node: While, carry: list):
@@ -91,7 +158,9 @@ def _maybe_push(sweep: Sweep, take, pos, carry, idx, vals, depth, last, budget: 
     b = sweep.b
     b.begin_block()
     idx1 = b.call(STACK_PUSH, [idx, pos], None, "snapshot_at")
-    vals1 = b.call(STACK_PUSH, [vals, Tuple(carry)], None, "snapshot")
+    # the carry bound to a variable first: transpose accumulates into operands by variable
+    snap = b.emit(Tuple(carry), "carry")
+    vals1 = b.call(STACK_PUSH, [vals, snap], None, "snapshot")
     depth1 = b.call(ops.add, [depth, _i64(1)], None, "snapshots")
     free = b.call(ops.subtract, [_i64(budget), depth1], None, "free")
     nxt = b.call(REVOLVE_NEXT, [pos, last, free], None, "next_snapshot")
@@ -111,10 +180,13 @@ def revolve_forward(sweep: Sweep, binding: Binding, marker: Call):
     free = [v for v in block_free_vars([node.cond, node.body], lvs)
             if sweep.wants(v) and has_float(v.type)]
     float_lvs = [v for v in lvs if has_float(v.type)]
-    init = [sweep.copy.atom(marker.args[0])] + [sweep.copy.atom(i) for i in node.init[1:]]
     trips_known = sweep.copy.atom(marker.args[1])
-    carry_t = TupleType([v.type for v in lvs])
+    init = [_mark(b, sweep.copy.atom(marker.args[0]), trips_known, budget, lvs[0].name)]
+    init += [sweep.copy.atom(i) for i in node.init[1:]]
+    buffers = row_buffers(node)
     carry = [Var(v.name, v.type) for v in lvs]
+    kept = [c for k, c in enumerate(carry) if k not in buffers]  # what a snapshot holds
+    carry_t = TupleType([c.type for c in kept])
     t, nxt, depth = Var(f"{name}_t", I64), Var(f"{name}_next", I64), Var(f"{name}_depth", I64)
     idx = Var(f"{name}_snapshot_at", ListType(I64))
     vals = Var(f"{name}_snapshot", ListType(carry_t))
@@ -126,7 +198,7 @@ def revolve_forward(sweep: Sweep, binding: Binding, marker: Call):
     at_next = b.call(ops.equal, [t, nxt], None, f"{name}_at_next")
     at_last = b.call(ops.equal, [t, last], None, f"{name}_at_last")
     take = b.call(ops.logical_or, [at_next, at_last], None, f"{name}_take")
-    idx1, vals1, depth1, nxt1 = _maybe_push(sweep, take, t, carry, idx, vals, depth, last,
+    idx1, vals1, depth1, nxt1 = _maybe_push(sweep, take, t, kept, idx, vals, depth, last,
                                             budget)
     nxt2 = b.call(ops.where, [take, nxt1, nxt], None, f"{name}_next")
     after = _plain_copy(sweep, node, carry)
@@ -139,11 +211,11 @@ def revolve_forward(sweep: Sweep, binding: Binding, marker: Call):
                         cond_block, body_block), f"{name}_loop")
     n = len(lvs)
     get = lambda k, hint: b.emit(TupleGetItem(loop, k), hint)  # noqa: E731
+    finals = [get(i, v.name) for i, v in enumerate(lvs)]
     sweep.extra[binding.var] = RevolveTape(
         float_lvs + free, float_lvs, free, budget, get(n, f"{name}_trips"),
         get(n + 3, f"{name}_snapshot_at"), get(n + 4, f"{name}_snapshot"),
-        get(n + 2, f"{name}_depth"))
-    finals = [get(i, v.name) for i, v in enumerate(lvs)]
+        get(n + 2, f"{name}_depth"), buffers, finals)
     return finals[0] if n == 1 else Tuple(finals)
 
 
@@ -185,13 +257,14 @@ def revolve_backward(sweep: Sweep, binding: Binding, msg) -> None:
     free0 = b.call(ops.subtract, [_i64(tape.snapshots), depth0], None, "free")
     nxt0 = b.call(REVOLVE_NEXT, [p, j, free0], None, "next_snapshot")
     pos = Var("pos", I64)
-    carry = [Var(v.name, v.type) for v in lvs]
+    core = [v for k, v in enumerate(lvs) if k not in tape.buffers]
+    carry = [Var(v.name, v.type) for v in core]
     a_idx, a_vals = Var(idx.name, idx.type), Var(vals.name, vals.type)
     a_depth, a_nxt = Var("depth", I64), Var("next_snapshot", I64)
     b.begin_block()
     a_cond = b.end_block(b.call(ops.less, [pos, j], None, "advancing"))
     b.begin_block()
-    after = _plain_copy(sweep, node, carry)
+    after = _plain_copy(sweep, node, carry, tape.buffers)
     pos1 = b.call(ops.add, [pos, _i64(1)], None, "pos")
     at_next = b.call(ops.equal, [pos1, a_nxt], None, "at_next")
     before_j = b.call(ops.less, [pos1, j], None, "before_j")
@@ -200,13 +273,16 @@ def revolve_backward(sweep: Sweep, binding: Binding, msg) -> None:
                                  tape.snapshots)
     n2 = b.call(ops.where, [take, n1, a_nxt], None, "next_snapshot")
     a_body = b.end_block(Tuple(after + [pos1, i1, v1, d1, n2]))
-    x_parts = [b.emit(TupleGetItem(x_p, k), v.name) for k, v in enumerate(lvs)]
+    x_parts = [b.emit(TupleGetItem(x_p, k), v.name) for k, v in enumerate(core)]
+    x_parts[0] = _mark(b, x_parts[0], b.call(ops.subtract, [j, p], None, "steps"),
+                       tape.snapshots, lvs[0].name)
     advance = b.emit(While(carry + [pos, a_idx, a_vals, a_depth, a_nxt],
                            x_parts + [p, idx0, vals0, depth0, nxt0], a_cond, a_body),
                      "advance")
-    n = len(lvs)
-    x_j = [b.emit(TupleGetItem(advance, k), v.name) for k, v in enumerate(lvs)]
-    idx2, vals2, depth2 = [b.emit(TupleGetItem(advance, n + k)) for k in (1, 2, 3)]
+    n, nk = len(lvs), len(core)
+    x_core = iter([b.emit(TupleGetItem(advance, k), v.name) for k, v in enumerate(core)])
+    x_j = [tape.finals[k] if k in tape.buffers else next(x_core) for k in range(n)]
+    idx2, vals2, depth2 = [b.emit(TupleGetItem(advance, nk + k)) for k in (1, 2, 3)]
     # 3. iteration j again, with its residuals, and its backward
     sub = Sweep(sweep.ctx, list(node.cond.bindings) + list(node.body.bindings),
                 node.body.result, lvs + tape.free, tape.inputs, flat_vars(node.body.result),
@@ -224,7 +300,9 @@ def revolve_backward(sweep: Sweep, binding: Binding, msg) -> None:
     j1 = b.call(ops.subtract, [j, _i64(1)], None, f"{name}_j")
     ct_next = new_ct[0] if n == 1 else Tuple(new_ct)
     body_block = b.end_block(Tuple([j1, idx2, vals2, depth2, ct_next, *new_accs]))
-    start = b.call(ops.subtract, [tape.trips, _i64(1)], None, f"{name}_last")
+    body_block = hoist_views(b, body_block, [j, idx, vals, depth, ct, *accs])
+    start = _mark(b, b.call(ops.subtract, [tape.trips, _i64(1)], None, f"{name}_last"),
+                  tape.trips, tape.snapshots, f"{name}_last")
     loop = b.emit(While([j, idx, vals, depth, ct, *accs],
                         [start, tape.index_stack, tape.carry_stack, tape.depth, ct0,
                          *zeros_free], cond_block, body_block), f"{name}_reverse")

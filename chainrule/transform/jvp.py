@@ -4,7 +4,15 @@
 result_tangent)``, with one tangent parameter ``<p>_dot`` per float
 parameter. Each binding is copied, followed by its tangent, computed by the
 op's JVP rule (one linear map per operand, applied to the non-zero
-tangents). A call of a module function ``g`` becomes a call of ``g_jvp``.
+tangents). A call of a module function ``g`` becomes a call of ``g_jvp``, or
+of ``g_jvp_wrt_<positions>`` when only some of its tangents are non-zero.
+
+A zero tangent is a symbolic zero (an absent message, ``adjoint.py``): no
+rule runs for a binding whose operand tangents are all zero, no map for a
+zero operand, and a zeros array is made only where a value must exist (a
+loop carry or branch result that varies on one side, a returned tangent).
+Loops carry tangents only for the loop variables that can vary (a fixed
+point over the body); see docs/ad_passes.md, "Symbolic zeros".
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from ..ir.nodes import (
 )
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, has_float
-from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars
+from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
 from ..rules import JVP, NoDerivative, has_jvp
 from .adjoint import Adjoints
 from .base import OptionsPass, register_pass
@@ -42,8 +50,18 @@ from .jvp_closures import (
 )
 
 
-def jvp_type(fn: Function) -> FuncType:
-    return dual_type(fn.type)
+def jvp_type(fn: Function, wrt=None) -> FuncType:
+    """The type of ``fn``'s jvp: its parameters, then a tangent for each float one (or
+    for those at the positions ``wrt``), returning ``(result, result tangent)``."""
+    if wrt is None:
+        return dual_type(fn.type)
+    params = [p.type for p in fn.params]
+    return FuncType(params + [dual_type(params[i]) for i in wrt],
+                    TupleType([fn.ret_type, dual_type(fn.ret_type)]))
+
+
+def _float_positions(fn: Function) -> tuple:
+    return tuple(i for i, p in enumerate(fn.params) if has_float(p.type))
 
 
 class _Context:
@@ -54,18 +72,36 @@ class _Context:
         # each generated loop -> how many of its loop variables are primal (for linearize)
         self.loop_splits: dict[Var, int] = {}
         self.named: dict[Var, Var] = {}  # a tangent the rules emitted -> it named <v>_dot
-        self.entry = None  # a function whose <f>_jvp has tangents for some parameters only
+        # (function, positions with a tangent or None for every float one) -> its jvp's name
+        self.names: dict[tuple, str] = {}
+        self.zero_result: set[str] = set()  # generated jvps whose result tangent is zero
 
-    def jvp_name(self, name: str) -> str:
-        jname = f"{name}_jvp" if name != self.entry else f"{name}_jvp_full"
-        if jname not in self.types:
-            if jname in self.module.functions:
-                raise GradientError(f"the module already has a function named {jname}")
-            self.types[jname] = jvp_type(self.module[name])
-            self.generated[jname] = None
-            sweep = _ForwardSweep(self, self.module[name])
-            with sweep.trace:  # rules may trace (custom rules): nest under this trace
-                self.generated[jname] = substitute_vars(sweep.run(), self.named)
+    def jvp_name(self, name: str, wrt=None, jname: str | None = None) -> str:
+        """The jvp of module function ``name`` taking tangents for the float parameters
+        at positions ``wrt`` only (None: all of them): the others are symbolic zeros, so
+        a call passing zero tangents gets a version of ``name`` without their products
+        (one per pattern of non-zero tangents, as JAX's jvp of a call does)."""
+        fn = self.module[name]
+        if wrt is not None and tuple(sorted(wrt)) == _float_positions(fn):
+            wrt = None
+        key = (name, None if wrt is None else tuple(sorted(wrt)))
+        if key in self.names:
+            return self.names[key]
+        if jname is None:
+            jname = f"{name}_jvp" if wrt is None else f"{name}_jvp_wrt" + (
+                "".join(f"_{i}" for i in key[1]) or "_none")
+            if jname in self.names.values():  # the entry's partial jvp took the plain name
+                jname = f"{name}_jvp_full"
+        if jname in self.module.functions:
+            raise GradientError(f"the module already has a function named {jname}")
+        self.names[key] = jname
+        self.types[jname] = jvp_type(fn, key[1])
+        self.generated[jname] = None
+        sweep = _ForwardSweep(self, fn, None if wrt is None else set(key[1]))
+        with sweep.trace:  # rules may trace (custom rules): nest under this trace
+            self.generated[jname] = substitute_vars(sweep.run(), self.named)
+        if sweep.zero_result:
+            self.zero_result.add(jname)
         return jname
 
 
@@ -87,7 +123,9 @@ class _ForwardSweep:
                                            temp_start=len(fn.body.bindings)))
         self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
-        self.tangents: dict[Var, object] = {}
+        self.tangents: dict[Var, object] = {}  # absent: a symbolic zero (see Adjoints)
+        self.closures: dict = {}  # a closure defined here -> its duals (jvp_closures.py)
+        self.zero_result = False
         missing = sorted({b.value.callee.name for b in _all_bindings(fn.body)
                           if isinstance(b.value, Call) and isinstance(b.value.callee, Op)
                           and not has_jvp(b.value.callee)
@@ -119,7 +157,10 @@ class _ForwardSweep:
             self.tangents[p] = d
         self.bindings(fn.body.bindings)
         result = copy.atom(fn.body.result)
-        dresult = self.adj.materialize(self.new_tangent(fn.body.result), fn.ret_type)
+        dresult = self.new_tangent(fn.body.result)
+        # the result's tangent is returned: a zero one becomes an array here, once
+        self.zero_result = dresult is None and isinstance(fn.ret_type, TensorType)
+        dresult = self.adj.materialize(dresult, fn.ret_type)
         return b.finish_function(Tuple([result, dresult]))
 
     def bindings(self, bindings) -> None:
@@ -157,14 +198,17 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     if isinstance(call.callee, GlobalVar) and (any(t is not None for t in tangents) or (
             has_function(sweep.ctx.module[call.callee.name].ret_type))):
         fn = sweep.ctx.module[call.callee.name]
-        jname = sweep.ctx.jvp_name(call.callee.name)
+        # only the non-zero tangents are passed: the callee's jvp for that pattern
+        wrt = [i for i, (t, p) in enumerate(zip(tangents, fn.params))
+               if t is not None and has_float(p.type)]
+        jname = sweep.ctx.jvp_name(call.callee.name, wrt)
         args = [sweep.copy.atom(a) for a in call.args]
-        dargs = [sweep.adj.materialize(t, p.type) for t, p in zip(tangents, fn.params)
-                 if has_float(p.type)]
+        dargs = [sweep.adj.materialize(tangents[i], fn.params[i].type) for i in wrt]
         pair = sweep.b.emit(Call(GlobalVar(jname), args + dargs), f"{binding.var.name}_jvp")
         new = sweep.b.emit(TupleGetItem(pair, 0), binding.var.name)
         sweep.copy.subst[binding.var] = new
-        sweep.set_tangent(binding.var, sweep.b.emit(TupleGetItem(pair, 1)), new)
+        if jname not in sweep.ctx.zero_result:
+            sweep.set_tangent(binding.var, sweep.b.emit(TupleGetItem(pair, 1)), new)
         return
     if isinstance(call.callee, Var):
         return closure_call_forward(sweep, binding)
@@ -177,6 +221,20 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
         return
     adj = sweep.adj
     start = len(sweep.b.bindings)
+    varying = [i for i, t in enumerate(tangents) if t is not None]
+    linear = range(len(call.args)) if op.linear == "all" else (
+        op.linear if isinstance(op.linear, tuple) else ())
+    if len(varying) > 1 and set(varying) == set(linear) and all(
+            isinstance(tangents[i], (Var, Constant)) for i in varying):
+        # jointly linear in its linear operands, all of which vary (a constant among them
+        # would make it affine): the tangent is the op applied to their tangents, one op
+        # where one map per operand would pad each with zeros and add them (a scatter's
+        # zero base, where's other branch)
+        targs = [tangents[i] if t is not None else sweep.copy.atom(a)
+                 for i, (a, t) in enumerate(zip(call.args, tangents))]
+        total = _fit_out(adj, adj.wrap(sweep.b.call(op, targs, call.attrs)), new.type)
+        sweep.set_tangent(binding.var, total, new, start)
+        return
     args = [adj.wrap(sweep.copy.atom(a)) for a in call.args]
     maps = JVP[op](Traced(sweep.trace, new), *args, **call.attrs)
     if len(maps) != len(args):
@@ -232,12 +290,67 @@ def _assign_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     sweep.set_tangent(binding.var, sweep.tangent(binding.value), new)
 
 
+def _atom_vars(atom) -> list:
+    if isinstance(atom, Tuple):
+        return [v for f in atom.fields for v in _atom_vars(f)]
+    return [atom] if isinstance(atom, Var) else []
+
+
+def _nonzero_in(bindings, is_nonzero, local: set) -> None:
+    """Add to ``local`` the variables of ``bindings`` whose tangent may be non-zero,
+    given ``is_nonzero`` for the variables they read: a value depending on no
+    non-zero tangent has a zero one (an over-approximation of what the sweep finds,
+    so a value this calls zero surely is)."""
+    for binding in bindings:
+        value = binding.value
+        if not has_float(binding.var.type):
+            continue
+        if isinstance(value, Call) and isinstance(value.callee, Op) and (
+                not value.callee.differentiable and value.callee not in STACK_FORWARD):
+            continue
+        if isinstance(value, Call) and isinstance(value.callee, GlobalVar) and has_function(
+                binding.var.type):
+            local.add(binding.var)  # a returned closure always has its dual
+        elif any(v in local or is_nonzero(v) for v in vars_used(value)):
+            local.add(binding.var)
+
+
+def _nonzero_result(sweep: _ForwardSweep, block, local: set) -> bool:
+    _nonzero_in(block.bindings, sweep.tangents.__contains__, local)
+    return any(v in local or v in sweep.tangents for v in _atom_vars(block.result))
+
+
+def _carried_tangents(sweep: _ForwardSweep, node: While, init_tangents) -> list[bool]:
+    """Which loop variables carry a tangent: those entering with a non-zero one, and,
+    to a fixed point, those the body makes depend on one (JAX's fixpoint on the
+    non-zero carries); the rest stay symbolic zeros, never a zeros array per
+    iteration. Loop variables holding functions carry their duals whenever the loop
+    is differentiated at all (a dual cannot be made up later)."""
+    lvs = list(node.loop_vars)
+    carried = [has_float(v.type) and (t is not None or has_function(v.type))
+               for v, t in zip(lvs, init_tangents)]
+    res = node.body.result
+    parts = list(res.fields) if isinstance(res, Tuple) and len(lvs) > 1 else (
+        [res] if len(lvs) == 1 else [res] * len(lvs))
+    while True:
+        local = {v for v, c in zip(lvs, carried) if c}
+        _nonzero_in(node.cond.bindings, sweep.tangents.__contains__, local)
+        _nonzero_in(node.body.bindings, sweep.tangents.__contains__, local)
+        new = [c or (has_float(v.type) and any(
+            u in local or u in sweep.tangents for u in _atom_vars(p)))
+            for c, v, p in zip(carried, lvs, parts)]
+        if new == carried:
+            return carried
+        carried = new
+
+
 def _if_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     """Each branch computes its result and the result's tangent."""
     node: If = binding.value
-    if not sweep.has_tangent_inputs([node.then_block, node.else_block]) and not has_function(
-            binding.var.type):
-        sweep.copy_binding(binding)
+    if not has_function(binding.var.type) and not (
+            _nonzero_result(sweep, node.then_block, set())
+            or _nonzero_result(sweep, node.else_block, set())):
+        sweep.copy_binding(binding)  # a zero tangent in both branches: none is made
         return
     b, t = sweep.b, binding.var.type
     blocks = []
@@ -262,8 +375,12 @@ def _while_forward(sweep: _ForwardSweep, binding: Binding) -> None:
             [node.cond, node.body], lvs):
         sweep.copy_binding(binding)
         return
+    carried = _carried_tangents(sweep, node, init_tangents)
+    if not any(carried):
+        sweep.copy_binding(binding)
+        return
     b, adj = sweep.b, sweep.adj
-    floats = [v for v in lvs if has_float(v.type)]
+    floats = [v for v, c in zip(lvs, carried) if c]
     new_lvs = [Var(v.name, v.type) for v in lvs]
     dots = [Var(f"{v.name}_dot", dual_type(v.type)) for v in floats]
     for old, new in zip(lvs, new_lvs):
@@ -271,7 +388,7 @@ def _while_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     for old, d in zip(floats, dots):
         sweep.tangents[old] = d
     init = [sweep.copy.atom(i) for i in node.init]
-    dinit = [adj.materialize(t, v.type) for t, v in zip(init_tangents, lvs) if has_float(v.type)]
+    dinit = [adj.materialize(t, v.type) for t, v, c in zip(init_tangents, lvs, carried) if c]
     b.begin_block()
     sweep.bindings(node.cond.bindings)
     cond = b.end_block(sweep.copy.atom(node.cond.result))
@@ -281,8 +398,8 @@ def _while_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     parts = list(res.fields) if isinstance(res, Tuple) and len(lvs) > 1 else (
         [res] if len(lvs) == 1 else list(adj.split(res, node.result_type)))
     nxt = [sweep.copy.atom(p) for p in parts]
-    dnxt = [adj.materialize(sweep.tangent(p), v.type) for p, v in zip(parts, lvs)
-            if has_float(v.type)]
+    dnxt = [adj.materialize(sweep.tangent(p), v.type) for p, v, c in zip(parts, lvs, carried)
+            if c]
     body = b.end_block(Tuple(nxt + dnxt))
     loop = b.emit(While(new_lvs + dots, init + dinit, cond, body), f"{binding.var.name}_loop")
     sweep.ctx.loop_splits[loop] = len(lvs)  # for linearize: which loop variables are primal
@@ -316,17 +433,9 @@ def jvp_with_loop_splits(module: Module, func: str = "main", wrt=None) -> tuple[
     ctx = _Context(module)
     fn = module[func]
     if wrt is not None:
-        wrt = {i for i in wrt if 0 <= i < len(fn.params) and has_float(fn.params[i].type)}
-    if wrt is None or len(wrt) == sum(has_float(p.type) for p in fn.params):
-        ctx.jvp_name(func)
-    else:  # tangents for some parameters: the others are constants of the derivative
-        ctx.entry = func
-        jname = f"{func}_jvp"
-        if jname in module.functions:
-            raise GradientError(f"the module already has a function named {jname}")
-        sweep = _ForwardSweep(ctx, fn, wrt)
-        with sweep.trace:
-            ctx.generated[jname] = substitute_vars(sweep.run(), ctx.named)
+        wrt = sorted({i for i in wrt if 0 <= i < len(fn.params) and has_float(fn.params[i].type)})
+    # tangents for some parameters only: the others are constants of the derivative
+    ctx.jvp_name(func, wrt, f"{func}_jvp")
     funcs = dict(module.functions)
     funcs.update(ctx.generated)
     splits = {ctx.named.get(v, v): n for v, n in ctx.loop_splits.items()}

@@ -75,6 +75,7 @@ from ..ir.nodes import (
 )
 from ..ir.op import Op
 from ..ir.types import TensorType, TupleType
+from ..ops.stack_schedule import LOOP_CHECKPOINT
 from .base import Pass, register_pass, same_block, subst_atom, subst_direct, with_blocks
 
 FOLD_LIMIT = 64  # largest result (in elements) that constant folding creates
@@ -208,7 +209,8 @@ class _Simplifier:
 
     # -- rules ----------------------------------------------------------------------------
     def fold(self, var: Var, call: Call):
-        if call.callee.effects:
+        # a loop's checkpoint mark is not a value to compute: folded, the loop loses it
+        if call.callee.effects or call.callee is LOOP_CHECKPOINT:
             return None
         t = var.type
         if not call.args:  # a creation op: folded when it makes a scalar

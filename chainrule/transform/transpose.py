@@ -214,24 +214,39 @@ def _transpose_getitem(tr, adj, binding, msg) -> None:
 
 
 def _transpose_if(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
-    """Each branch transposed on its own; both return cotangents of the same
-    linear free variables (zeros where a branch does not read one)."""
+    """Each branch transposed on its own, from the result's cotangent with its zero
+    parts left symbolic. The ``If`` returns the cotangents of the linear free variables
+    that are non-zero in at least one branch (zeros in a branch that sends none); one
+    zero in both branches is no result at all, and with none left there is no ``If``."""
     node: If = binding.value
     if node.cond in tr.lin:
         raise TransposeError("transpose: a branch condition depends on a linear value")
     free = [u for u in block_free_vars([node.then_block, node.else_block]) if u in tr.lin]
-    ct = adj.materialize(msg, binding.var.type)
-    blocks = []
+    swept = []
     for blk in (node.then_block, node.else_block):
         tr.b.begin_block()
         tr.coefficients(blk.bindings)
-        msgs = tr.sweep(blk.bindings, blk.result, ct, free)
+        msgs = tr.sweep(blk.bindings, blk.result, msg, free)
+        swept.append((tr.b.end_block(Tuple(())).bindings, msgs))
+    live = [k for k in range(len(free)) if any(not _is_zero(m[k]) for _, m in swept)]
+    if not live:
+        return
+    blocks = []
+    for bindings, msgs in swept:
+        tr.b.begin_block()
+        tr.b.bindings.extend(bindings)  # the results' zeros go after the sweep's bindings
         sub = Adjoints(tr.trace)
-        blocks.append(tr.b.end_block(Tuple([sub.materialize(m, u.type)
-                                            for m, u in zip(msgs, free)])))
+        atoms = [sub.materialize(msgs[k], free[k].type) for k in live]
+        blocks.append(tr.b.end_block(atoms[0] if len(atoms) == 1 else Tuple(atoms)))
     d = tr.b.emit(If(tr.copy.atom(node.cond), *blocks), f"{binding.var.name}_ct")
-    for u, part in zip(free, adj.split(d, d.type)):
-        adj.accumulate(u, part, tr.wants)
+    parts = [d] if len(live) == 1 else adj.split(d, d.type)
+    for k, part in zip(live, parts):
+        adj.accumulate(free[k], part, tr.wants)
+
+
+def _is_zero(msg) -> bool:
+    """A symbolic zero: None, or a tuple message whose parts all are."""
+    return msg is None or (isinstance(msg, tuple) and all(_is_zero(m) for m in msg))
 
 
 def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
@@ -244,9 +259,13 @@ def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> N
     if node.cond.result in tr.lin:
         raise TransposeError("transpose: a loop condition depends on a linear value")
     nl = [i for i, v in enumerate(lvs) if v not in tr.lin]
-    li = [i for i, v in enumerate(lvs) if v in tr.lin]
     free = [u for u in block_free_vars([node.cond, node.body], lvs) if u in tr.lin]
     nxt = _fields(node.body.result, n)
+    parts = adj.split(msg, node.result_type) if n > 1 else [msg]
+    li, free = _carried_cotangents(node, tr.lin, [i for i, p in enumerate(parts)
+                                                  if not _is_zero(p)], free)
+    if not li:  # no cotangent flows into the loop: it sends none back
+        return
     # 1. replay: the non-linear loop variables of every iteration, on a stack
     saved_t = TupleType([lvs[i].type for i in nl])
     stype = ListType(saved_t)
@@ -267,7 +286,6 @@ def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> N
                           cond, body), f"{binding.var.name}_replay")
     tape = b.emit(TupleGetItem(replay, len(nl)), f"{binding.var.name}_tape")
     # 2. reverse: pop an iteration, recompute its coefficients, transpose its body
-    parts = adj.split(msg, node.result_type) if n > 1 else [msg]
     ct_all = {i: adj.materialize(parts[i], lvs[i].type) for i in li}
     s = Var(f"{binding.var.name}_tape", stype)
     cts = [Var(f"{lvs[i].name}_ct", lvs[i].type) for i in li]
@@ -283,11 +301,11 @@ def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> N
         tr.copy.subst[lvs[i]] = b.emit(TupleGetItem(saved, k), lvs[i].name)
     tr.coefficients(node.cond.bindings)
     tr.coefficients(node.body.bindings)
-    body_ct = Tuple(cts) if len(li) > 1 else cts[0] if li else None
-    linear_next = Tuple([nxt[i] for i in li]) if len(li) > 1 else nxt[li[0]] if li else None
+    body_ct = Tuple(cts) if len(li) > 1 else cts[0]
+    linear_next = Tuple([nxt[i] for i in li]) if len(li) > 1 else nxt[li[0]]
     inputs = [lvs[i] for i in li] + free
     msgs = tr.sweep(list(node.cond.bindings) + list(node.body.bindings), linear_next,
-                    body_ct, inputs) if li else [None] * len(inputs)
+                    body_ct, inputs)
     sub = Adjoints(tr.trace)
     new_cts = [sub.materialize(m, lvs[i].type) for m, i in zip(msgs, li)]
     new_accs = [sub.add(acc, m, u.type) for acc, m, u in zip(accs, msgs[len(li):], free)]
@@ -299,6 +317,39 @@ def _transpose_while(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> N
         adj.accumulate(node.init[i], b.emit(TupleGetItem(rev, 1 + k)), tr.wants)
     for k, u in enumerate(free):
         adj.accumulate(u, b.emit(TupleGetItem(rev, 1 + len(li) + k)), tr.wants)
+
+
+def _carried_cotangents(node: While, lin: set, nonzero: list[int], free: list[Var]):
+    """The linear loop variables whose cotangent can be non-zero in the transposed loop,
+    and the linear free variables that can receive one: a fixed point from the carries
+    whose cotangent flows in (``nonzero``), adding every linear loop variable the update
+    of one of them reads through linear values (JAX's fixed point for ``while``). A
+    carry outside it is no carry of the transposed loop, a free variable outside it no
+    accumulator."""
+    lvs = node.loop_vars
+    sources = {u: frozenset([u]) for u in (*lvs, *free) if u in lin}
+    for b in (*node.cond.bindings, *node.body.bindings):
+        if b.var in lin:
+            sources[b.var] = frozenset().union(*(sources.get(u, ()) for u in vars_used(b.value)))
+    unknown = frozenset(sources)  # an update not spelled out as a field may read anything
+    reads = [unknown if f is None else frozenset().union(*(sources.get(a, ()) for a in _atoms(f)))
+             for f in _fields(node.body.result, len(lvs))]
+    carried = {i for i in nonzero if lvs[i] in lin}
+    stack = list(carried)
+    while stack:
+        read = reads[stack.pop()]
+        for j, lv in enumerate(lvs):
+            if j not in carried and lv in read:
+                carried.add(j)
+                stack.append(j)
+    reached = frozenset().union(*(reads[i] for i in carried))
+    return sorted(carried), [u for u in free if u in reached]
+
+
+def _atoms(atom) -> list:
+    if isinstance(atom, Tuple):
+        return [a for f in atom.fields for a in _atoms(f)]
+    return [atom] if isinstance(atom, Var) else []
 
 
 _HANDLERS = {

@@ -499,11 +499,14 @@ def vmap(module: Module, func: str = "main", in_axes=0, out_axes=0, axis_size=No
     ``out_axes`` (see the module docstring). Negative axes count from the end of the
     batched value; None is a value every lane shares (a parameter) or that no lane
     changes (a result, which must then not depend on the batched inputs)."""
-    if isinstance(axis_size, (bool, np.bool_)) or not isinstance(axis_size, (int, np.integer)) \
-            or axis_size < 0:
-        raise ArgumentError(f"vmap: axis_size must be the number of lanes (an int >= 0), got "
-                            f"{axis_size!r}")
-    size = int(axis_size)
+    if isinstance(axis_size, str):  # a symbolic dimension (polymorphic_shapes), n or 3*n
+        size = TensorType((axis_size,), "f64").shape[0]  # checked, canonical
+    elif isinstance(axis_size, (bool, np.bool_)) or not isinstance(
+            axis_size, (int, np.integer)) or axis_size < 0:
+        raise ArgumentError(f"vmap: axis_size must be the number of lanes (an int >= 0, or a "
+                            f"symbol), got {axis_size!r}")
+    else:
+        size = int(axis_size)
     fn = module[func]
     axes = [_check_axis(a, p.type, f"in_axes of parameter {p.name}")
             for a, p in zip(_axes_per_param(in_axes, fn.params, "in_axes"), fn.params)]

@@ -260,8 +260,12 @@ def lane_loop(bt, free, emit, out_type, name: str):
     bufs = [Var(f"{name}_lanes", TensorType((size, *t.shape), t.dtype)) for _, t in leaves]
     init = [Constant(np.int64(0))] + [
         b.call(ops.zeros, [], {"shape": (size, *t.shape), "dtype": t.dtype}) for _, t in leaves]
+    if isinstance(size, str):  # a symbolic lane count: counted when the program runs
+        count = b.call(ops.sum, [b.call(ops.ones, [], {"shape": (size,), "dtype": "i64"})])
+    else:
+        count = Constant(np.asarray(size, i64))
     b.begin_block()
-    more = b.call(ops.less, [j, Constant(np.asarray(size, i64))])
+    more = b.call(ops.less, [j, count])
     cond = b.end_block(more)
     b.begin_block()
     sub = {}
