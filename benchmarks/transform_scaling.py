@@ -64,7 +64,7 @@ def make_chain(n: int):
 
 
 def in_child(fn):
-    """(seconds, peak RSS in MB) of ``fn()`` run in a forked child."""
+    """(wall seconds, CPU seconds, peak RSS in MB) of ``fn()`` run in a forked child."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: run, report, leave without cleanup
@@ -72,11 +72,11 @@ def in_child(fn):
             os.close(read)
             gc.collect()
             gc.freeze()  # what the parent built is not the stage's to collect
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             fn()
-            seconds = time.perf_counter() - start
+            seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            os.write(write, pickle.dumps((seconds, peak)))
+            os.write(write, pickle.dumps((seconds, cpu, peak)))
         finally:
             os._exit(0)
     os.close(write)
@@ -170,20 +170,20 @@ def main() -> None:
         gc.collect()
     header = ["stage"]
     for n in ns.sizes:
-        header += [f"{counts[n]} min", "median", "MB"]
+        header += [f"{counts[n]} min", "median", "cpu", "MB"]
     rows = []
     for stage in ns.stages:
         row = [stage]
         for n in ns.sizes:
             runs = results[stage, n]
-            if stage.startswith("first grad"):
-                secs = [r[0] for r in runs]  # seconds, not per binding
-            else:
-                secs = [r[0] / counts[n] * 1e6 for r in runs]
-            row += [min(secs), statistics.median(secs), max(r[1] for r in runs)]
+            scale = 1 if stage.startswith("first grad") else 1e6 / counts[n]  # s, or µs/binding
+            secs = [r[0] * scale for r in runs]
+            row += [min(secs), statistics.median(secs), min(r[1] for r in runs) * scale,
+                    max(r[2] for r in runs)]
         rows.append(row)
-    C.table(f"microseconds per binding of the traced chain (first grad: seconds), peak RSS "
-            f"MB; {reps} repeat(s) (1 at 100k); load average {os.getloadavg()[0]:.2f}",
+    C.table(f"microseconds per binding of the traced chain (first grad: seconds), wall (min, "
+            f"median) and CPU (min), peak RSS MB; {reps} repeat(s) (1 at 100k); load "
+            f"average {os.getloadavg()[0]:.2f}",
             header, rows)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 
 from ..errors import InterpretError
+from ..ir.collector import paused
 from ..ir.nodes import (
     Block,
     Call,
@@ -78,6 +79,10 @@ class Interpreter:
         hit = self._dead.get(id(block))
         if hit is not None and hit[0] is block:
             return hit[1]
+        with paused():  # one tuple per binding: the collector would rescan the program
+            return self._dead_after(block)
+
+    def _dead_after(self, block: Block) -> list:
         bindings = block.bindings
         last: dict = {}
         for i, b in enumerate(bindings):

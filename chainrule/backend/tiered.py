@@ -53,6 +53,7 @@ import re
 from collections.abc import Callable
 
 from ..errors import CodegenError, InterpretError
+from ..ir.collector import paused
 from ..ir.nodes import Module
 from .codegen import CompiledFunction, compile_module
 from .execution import coerce_args
@@ -133,7 +134,8 @@ class Tiered:
         if self._interp is None:
             self._interp = Interpreter(self.raw)
         try:
-            return self._interp.call_function(fn, args, {})
+            with paused():  # its first run allocates per binding; the program is large
+                return self._interp.call_function(fn, args, {})
         except InterpretError as exc:  # name the function, as the generated code's errors do
             match = _KERNEL_FAILED.match(str(exc))
             if match is None:

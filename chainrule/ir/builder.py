@@ -112,9 +112,11 @@ class Builder:
                 raise ChainruleError(f"{what}: argument {a!r} is not a variable or constant")
         if type(callee) is not Op:
             return self.emit(Call(callee, args, attrs or {}), name)
-        attrs = attrs or {}
-        new_attrs, t = type_call(callee, types, attrs)  # the common case, without dispatch
-        var = Var(self.fresh_name(name), t)
+        new_attrs, t = type_call(callee, types, attrs or {})  # the common case, no dispatch
+        if not name:  # fresh_name, inlined: this is every emitted op's path
+            name = f"lv{self._counter}"
+            self._counter += 1
+        var = Var(name, t)
         self._frames[-1].append(Binding(var, Call(callee, args, new_attrs)))
         return var
 

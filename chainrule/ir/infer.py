@@ -36,7 +36,7 @@ _TYPE_MEMO_LIMIT = 8192
 
 def type_call(op: Op, types, attrs: dict) -> tuple[dict, Type]:
     """``op.type_call(types, attrs)``, memoized (callers must not mutate the dict)."""
-    ak = attrs_key(attrs)
+    ak = attrs_key(attrs) if attrs else ()
     if ak is None:
         return op.type_call(list(types), attrs)
     key = (op, tuple(types), ak)

@@ -124,25 +124,35 @@ class Printer:
         return name
 
     def _name_block(self, names, taken, block: Block) -> None:
+        assign = self._assign
         for b in block.bindings:
-            self._assign(names, taken, b.var)
+            var = b.var
+            name = var.name
+            if type(name) is str and name not in taken and name.isidentifier():
+                taken.add(name)  # _assign's common case, inlined
+                names[var] = name
+            else:
+                assign(names, taken, var)
             v = b.value
-            if isinstance(v, If):
+            t = type(v)
+            if t is Call:
+                continue
+            if t is If:
                 self._name_block(names, taken, v.then_block)
                 self._name_block(names, taken, v.else_block)
-            elif isinstance(v, While):
+            elif t is While:
                 for lv in v.loop_vars:
                     self._assign(names, taken, lv)
                 self._name_block(names, taken, v.cond)
                 self._name_block(names, taken, v.body)
-            elif isinstance(v, Function):
+            elif t is Function:
                 for p in v.params:
                     self._assign(names, taken, p)
                 self._name_block(names, taken, v.body)
 
     # -- atoms -------------------------------------------------------------------
     def atom(self, x, names) -> str:
-        if isinstance(x, Var):
+        if type(x) is Var:
             try:
                 return names[x]
             except KeyError:
@@ -159,9 +169,11 @@ class Printer:
         raise ChainruleError(f"not an atom: {x!r}")
 
     def value(self, v, names) -> str:
-        if isinstance(v, Call):
-            args = [self.atom(a, names) for a in v.args]
-            if isinstance(v.callee, Op):
+        if type(v) is Call:
+            atom = self.atom
+            args = [names[a] if type(a) is Var and a in names else atom(a, names)
+                    for a in v.args]
+            if type(v.callee) is Op:
                 if OPS.get(v.callee.name) is not v.callee:
                     raise ChainruleError(f"cannot print a call of {v.callee!r}: no op of that "
                                          f"name is registered, so the text would not read back "
@@ -194,12 +206,15 @@ class Printer:
         for b in block.bindings:
             name = names[b.var]
             v = b.value
-            if isinstance(v, If):
+            t = type(v)
+            if t is Call or t is TupleGetItem:  # the common case first
+                out.append(f"{indent}{name} = {self.value(v, names)}")
+            elif t is If:
                 out.append(f"{indent}if {self.atom(v.cond, names)}:")
                 self.block(v.then_block, names, indent + "    ", name)
                 out.append(f"{indent}else:")
                 self.block(v.else_block, names, indent + "    ", name)
-            elif isinstance(v, While):
+            elif t is While:
                 lvs = ", ".join(names[lv] for lv in v.loop_vars)
                 inits = ", ".join(self.atom(i, names) for i in v.init)
                 out.append(f"{indent}{lvs} = {inits}")
@@ -217,7 +232,7 @@ class Printer:
                 out.append(f"{inner}{lvs} = {text}")
                 packed = lvs if len(v.loop_vars) == 1 else f"({lvs})"
                 out.append(f"{indent}{name} = {packed}")
-            elif isinstance(v, Function):
+            elif t is Function:
                 self.function(name, v, names, indent)
             else:
                 out.append(f"{indent}{name} = {self.value(v, names)}")
@@ -247,12 +262,17 @@ class Printer:
             inner = []
             for b in block.bindings:
                 taken.add(b.var.name)
-                atoms.extend(atoms_of(b.value))
-                inner.extend(nested_blocks(b.value))
-                if isinstance(b.value, Function):
-                    taken.update(p.name for p in b.value.params)
-                elif isinstance(b.value, While):
-                    taken.update(v.name for v in b.value.loop_vars)
+                v = b.value
+                t = type(v)
+                if t is Call:  # the common case: only its constant operands matter here
+                    atoms.extend(a for a in v.args if type(a) is not Var)
+                    continue
+                atoms.extend(atoms_of(v))
+                inner.extend(nested_blocks(v))
+                if t is Function:
+                    taken.update(p.name for p in v.params)
+                elif t is While:
+                    taken.update(lv.name for lv in v.loop_vars)
             atoms.extend(atoms_of(block.result))
             for x in atoms:
                 if (isinstance(x, Constant) and x.data.size > INLINE_CONSTANT_SIZE

@@ -38,18 +38,25 @@ def nested_blocks(value):
 
 def atoms_of(value):
     """The atoms a value reads directly (not inside nested blocks)."""
-    if isinstance(value, Call):
-        out = [value.callee] if isinstance(value.callee, Var) else []
+    t = type(value)  # exact types first: this runs once or twice per binding in every pass
+    if t is Call:
+        callee = value.callee
+        out = [callee] if type(callee) is Var else []
         for a in value.args:
-            out.extend(_flat(a))
+            if type(a) is Tuple:
+                out.extend(_flat(a))
+            else:
+                out.append(a)
         return out
-    if isinstance(value, TupleGetItem):
+    if t is Var or t is Constant:
+        return [value]
+    if t is TupleGetItem:
         return _flat(value.tuple_value)
-    if isinstance(value, (Var, Constant, Tuple)):
+    if t is Tuple:
         return _flat(value)
-    if isinstance(value, If):
+    if t is If:
         return _flat(value.cond)
-    if isinstance(value, While):
+    if t is While:
         out = []
         for i in value.init:
             out.extend(_flat(i))
@@ -68,14 +75,26 @@ def _flat(x):
 
 def vars_used(value) -> list[Var]:
     """Every variable read by a value, including inside its nested blocks."""
-    out = [a for a in atoms_of(value) if isinstance(a, Var)]
+    t = type(value)
+    if t is Call and type(value.callee) is not Var:  # the common case: no nested block
+        out = []
+        for a in value.args:
+            ta = type(a)
+            if ta is Var:
+                out.append(a)
+            elif ta is Tuple:
+                out.extend(x for x in _flat(a) if type(x) is Var)
+        return out
+    out = [a for a in atoms_of(value) if type(a) is Var]
+    if t is not If and t is not While and t is not Function:
+        return out
     stack = list(nested_blocks(value))
     while stack:
         block = stack.pop()
         for b in block.bindings:
-            out.extend(a for a in atoms_of(b.value) if isinstance(a, Var))
+            out.extend(a for a in atoms_of(b.value) if type(a) is Var)
             stack.extend(nested_blocks(b.value))
-        out.extend(a for a in _flat(block.result) if isinstance(a, Var))
+        out.extend(a for a in _flat(block.result) if type(a) is Var)
     return out
 
 
@@ -144,9 +163,10 @@ class Mutator:
 
     # -- mapping atoms -------------------------------------------------------
     def atom(self, x):
-        if isinstance(x, Var):
+        t = type(x)
+        if t is Var:
             return self.subst.get(x, x)
-        if isinstance(x, Tuple):
+        if t is Tuple:
             return Tuple(self.atom(f) for f in x.fields)
         return x
 
@@ -157,9 +177,10 @@ class Mutator:
 
     def value(self, v):
         """Copy of a value with atoms substituted and nested blocks rewritten."""
-        if isinstance(v, Call):
-            callee = self.atom(v.callee) if isinstance(v.callee, Var) else v.callee
-            return Call(callee, [self.atom(a) for a in v.args], v.attrs)
+        if type(v) is Call:
+            callee = self.atom(v.callee) if type(v.callee) is Var else v.callee
+            atom = self.atom
+            return Call(callee, [atom(a) for a in v.args], v.attrs)
         if isinstance(v, TupleGetItem):
             return TupleGetItem(self.atom(v.tuple_value), v.index)
         if isinstance(v, (Var, Constant, Tuple)):

@@ -89,13 +89,14 @@ class _CSE:
         t = type(value)
         if t is Call:
             callee = value.callee
-            if type(callee) is Op and callee.effects:
+            tc = type(callee)
+            if tc is Op and callee.effects:
                 return None  # two draws are two draws
-            ck = ("global", callee.name) if type(callee) is GlobalVar else callee
-            args = tuple(self.atom_key(a) for a in value.args)
-            if len(args) == 2 and type(callee) is Op and callee.commutative:
+            ck = ("global", callee.name) if tc is GlobalVar else callee
+            args = tuple([a if type(a) is Var else self.atom_key(a) for a in value.args])
+            if len(args) == 2 and tc is Op and callee.commutative:
                 args = ("commutative", frozenset(args))  # a * b is b * a, bit for bit
-            attrs = (tuple(sorted((k, freeze(v)) for k, v in value.attrs.items()))
+            attrs = (tuple(sorted([(k, freeze(v)) for k, v in value.attrs.items()]))
                      if value.attrs else ())
             return ("call", ck, args, attrs)
         if t is TupleGetItem:
@@ -111,7 +112,8 @@ class _CSE:
         table, sub = self.table, self.sub
         for b in block.bindings:
             value = subst_direct(b.value, sub)
-            if type(value) in (If, While, Function):
+            tv = type(value)
+            if tv is If or tv is While or tv is Function:
                 value = self.nested(value)
                 key = None
             else:

@@ -47,18 +47,22 @@ def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
     straight-line bindings (for the variables nothing else reads: not a branch, a
     loop, a function call, nor the result)."""
     needs = set(sources)
+    reads = []  # what each binding reads: computed once for both walks
     for b in bindings:
         v = b.value
+        used = vars_used(v)
+        reads.append(used)
         if type(v) is Call and type(v.callee) is Op and not v.callee.differentiable:
             continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
-        if has_float(b.var.type) and any(u in needs for u in vars_used(v)):
+        if has_float(b.var.type) and any(u in needs for u in used):
             needs.add(b.var)
     reaches = {t for t in targets if isinstance(t, Var)}
     counts: dict[Var, int] = {}
     other: set[Var] = set(reaches)
-    for b in reversed(bindings):
+    for i in range(len(bindings) - 1, -1, -1):
+        b = bindings[i]
         if b.var in reaches:
-            used = vars_used(b.value)
+            used = reads[i]
             reaches.update(used)
             if b.var in needs:
                 v = b.value
@@ -466,24 +470,28 @@ def _call_backward(sweep: Sweep, binding: Binding, msg) -> None:
         dout = tuple(adj.wrap(f) for f in adj.split(dresult, binding.var.type))
     else:
         dout = adj.wrap(dresult)
-    out = Traced(sweep.trace, sweep.new(binding.var))
-    args = [sweep.new(a) for a in call.args]
+    new = sweep.copy.atom
+    out = Traced(sweep.trace, new(binding.var))
+    args = [new(a) for a in call.args]
     start = len(sweep.b.bindings)
-    partials = VJP[op](out, dout, *[adj.wrap(a) for a in args], **call.attrs)
+    trace = sweep.trace
+    partials = VJP[op](out, dout, *[Traced(trace, a) if type(a) is Var else adj.wrap(a)
+                                    for a in args], **call.attrs)
     if len(partials) != len(args):
         raise GradientError(f"the VJP rule of {op.name} returned {len(partials)} cotangents "
                             f"for {len(args)} operands")
     fitted, dropped = [], False
+    relevant = sweep.relevant
     for i, (old, new, p) in enumerate(zip(call.args, args, partials)):
         if p is None:
             continue
-        if not _wants_any(sweep, old):
+        if not (old in relevant if type(old) is Var else _wants_any(sweep, old)):
             dropped = True
             continue
         if type(p) is NoDerivative:
             raise NoRuleError(f"{binding.var.name} = {op.name}(...): no derivative with "
                               f"respect to operand {i}: {p.reason}")
-        fitted.append((old, adj.fit(p, arg_type_of(new))))
+        fitted.append((old, adj.fit(p, new.type if type(new) is Var else arg_type_of(new))))
     if dropped:  # work done only for a cotangent nobody needs
         prune(sweep.b.bindings, start, [f for _, f in fitted])
     for old, atom in fitted:

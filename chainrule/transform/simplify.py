@@ -272,7 +272,10 @@ class _Simplifier:
                 return value
             if t is not Call or type(value.callee) is not Op:
                 return value
-            new = self.fold(var, value)
+            args = value.args
+            # folding needs every operand constant: most calls fail at the first one
+            new = (self.fold(var, value) if not args or type(args[0]) is Constant
+                   else None)
             pending: list = []  # bindings a rewrite needs, kept only if it succeeds
             if new is None:
                 new = self.rules(var, value, pending)
