@@ -138,6 +138,24 @@ def main(x: f64[3]) -> tuple[f64[3], i64]:
     at = revolve_next(0, 9, 1)
     return (y, at)
 """,
+    "stack_rows": """
+def main(x: f64[3]) -> tuple[f64[3], f64[3], f64[3], bool]:
+    s0 = stack_alloc(1, elem=f64[3])
+    s1 = stack_push(s0, x)
+    y = exp(x)
+    s2 = stack_push(s1, y)
+    t1 = stack_push(s0, y)
+    p = stack_pop(s2)
+    top = p[0]
+    rest = p[1]
+    q = stack_pop(rest)
+    first = q[0]
+    bottom = q[1]
+    r = stack_pop(t1)
+    other = r[0]
+    more = stack_nonempty(bottom)
+    return (top, first, other, more)
+""",
     "stack_zero": """
 def main(x: f64[3]) -> tuple[f64[3], f64[3]]:
     s0 = stack_empty(elem=f64[3])

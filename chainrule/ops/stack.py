@@ -5,6 +5,12 @@ or pop is O(1), shares the rest, and never mutates a value another variable
 holds. ``stack_pop`` returns ``(top, rest)``. These ops appear in generated
 reverse-mode code only; they have no NumPy-level user function.
 
+When the loop's trip count is known before it runs, ``stack_alloc(trips, elem=...)``
+starts the stack instead of ``stack_empty``: a ``RowStack``, one array of shape
+``(trips, *shape)`` whose rows the pushes fill in order (see ``RowStack`` for why
+that is still persistent, and docs/loops.md for why it is faster: one large
+allocation instead of one fresh array kept per step).
+
 >>> from chainrule.ir import OPS
 >>> s = OPS["stack_push"].kernel(OPS["stack_push"].kernel(None, 1.0), 2.0)
 >>> OPS["stack_pop"].kernel(s)[0], bool(OPS["stack_nonempty"].kernel(s[1][1]))
@@ -25,6 +31,75 @@ class StackCell(tuple):
     """One cell of a persistent stack: ``(top, rest)``."""
 
     __slots__ = ()
+
+
+# Below this many bytes per element, linked cells are faster than rows: a cell costs
+# one small tuple, a row a copy and a view (measured in docs/loops.md, "Why storing
+# every step was slow"); small arrays do not make the allocator fault pages either.
+ROW_MIN_BYTES = 4096
+
+
+class RowStack:
+    """A stack whose first ``depth`` elements are rows ``[0, depth)`` of ``rows[0]``, a
+    preallocated array; ``rows[1]`` counts the rows written so far (shared by every
+    stack on the same rows). A push writes row ``depth`` only when no push has written
+    it yet (``depth == rows[1]``), so a row never changes once written and every stack
+    value keeps meaning what it meant; any other push (a second push on the same
+    stack, or a full array) puts a linked cell on top, whose ``rest`` is this stack.
+    Popped rows are read-only views."""
+
+    __slots__ = ("rows", "depth")
+
+    def __init__(self, rows: list, depth: int):
+        self.rows = rows
+        self.depth = depth
+
+    def push(self, x):
+        rows = self.rows
+        d = self.depth
+        buf = rows[0]
+        if d == rows[1] and d < len(buf) and type(x) is np.ndarray and x.shape == buf.shape[1:]:
+            buf[d] = x
+            rows[1] = d + 1
+            return RowStack(rows, d + 1)
+        return StackCell((x, self))
+
+    def pop(self):
+        if self.depth == 0:
+            raise InterpretError("stack_pop: the stack is empty")
+        top = self.rows[0][self.depth - 1]
+        top.flags.writeable = False  # the row is shared: nobody may write through it
+        return top, RowStack(self.rows, self.depth - 1)
+
+    def __repr__(self) -> str:
+        return f"<stack of {self.depth} rows>"
+
+
+def rows_pay(elem: Type) -> bool:
+    """Whether a stack of ``elem`` values is faster in rows than in linked cells: arrays
+    of a static shape and at least ROW_MIN_BYTES."""
+    return (isinstance(elem, TensorType) and elem.is_static and elem.ndim >= 1
+            and elem.dtype.numpy.itemsize * int(np.prod(elem.shape)) >= ROW_MIN_BYTES)
+
+
+def _alloc(trips, elem):
+    if isinstance(elem, TensorType) and elem.is_static and elem.ndim >= 1:
+        n = max(int(trips), 0)
+        return RowStack([np.empty((n, *elem.shape), elem.dtype.numpy), 0], 0)
+    return None
+
+
+def _push(s, x):
+    return s.push(x) if type(s) is RowStack else StackCell((x, s))
+
+
+def _pop(s):
+    return s.pop() if type(s) is RowStack else s
+
+
+def is_empty(s) -> bool:
+    """Whether the stack value ``s`` holds no element."""
+    return s is None or (type(s) is RowStack and s.depth == 0)
 
 
 def _stack(name, t) -> ListType:
@@ -57,15 +132,29 @@ STACK_EMPTY = _op("stack_empty", lambda types, attrs: ListType(attrs["elem"]),
                   lambda elem: None, 0, {"elem": REQUIRED}, _empty_normalize)
 # push and pop are linear (a stack of tangents is a tuple of them): transpose reads their
 # VJP rules (rules/stack.py), so linearize + transpose goes through loops' gradients
-STACK_PUSH = _op("stack_push", _push_type, lambda s, x: StackCell((x, s)), 2, linear="all")
+STACK_PUSH = _op("stack_push", _push_type, _push, 2, linear="all")
 STACK_POP = _op(
     "stack_pop",
     lambda types, attrs: TupleType([_stack("stack_pop", types[0]).elem, types[0]]),
-    lambda s: s, 1, linear="all")
+    _pop, 1, linear="all")
 STACK_NONEMPTY = _op(
     "stack_nonempty",
     lambda types, attrs: (_stack("stack_nonempty", types[0]), TensorType((), "bool"))[1],
-    lambda s: np.bool_(s is not None), 1)
+    lambda s: np.bool_(not is_empty(s)), 1)
+
+
+def _alloc_type(types, attrs):
+    (n,) = types
+    if not (isinstance(n, TensorType) and n.ndim == 0 and n.dtype.numpy.kind in "iu"):
+        raise TypeInferenceError(f"stack_alloc: the trip count must be an integer scalar, "
+                                 f"got {n!r}")
+    return ListType(attrs["elem"])
+
+
+# an empty stack with room for ``trips`` elements (rows when they are arrays of at least
+# ROW_MIN_BYTES, else the empty linked stack); trips < 0 counts as 0, and more pushes
+# than trips go on linked cells: the count is a size hint, never a limit
+STACK_ALLOC = _op("stack_alloc", _alloc_type, _alloc, 1, {"elem": REQUIRED}, _empty_normalize)
 
 
 
@@ -84,9 +173,9 @@ def zeros_of(t: Type):
 
 
 def _pop_or_zero(s, elem):
-    if s is None:
+    if is_empty(s):
         return zeros_of(elem), None
-    return s
+    return _pop(s)
 
 
 def _add_values(a, b):
@@ -94,7 +183,7 @@ def _add_values(a, b):
         return b
     if b is None:
         return a
-    if type(a) is StackCell or type(b) is StackCell:
+    if type(a) in (StackCell, RowStack) or type(b) in (StackCell, RowStack):
         return add_stacks(a, b)
     if type(a) is tuple:
         return tuple(_add_values(x, y) for x, y in zip(a, b))
@@ -104,15 +193,15 @@ def _add_values(a, b):
 def add_stacks(a, b):
     """Element by element sum of two stacks; the shorter one is padded with zeros
     (an empty stack of cotangents stands for zeros). Iterative: stacks are long."""
-    if a is None:
+    if is_empty(a):
         return b
-    if b is None:
+    if is_empty(b):
         return a
     tops = []
-    while a is not None and b is not None:
-        tops.append(_add_values(a[0], b[0]))
-        a, b = a[1], b[1]
-    rest = a if a is not None else b
+    while not is_empty(a) and not is_empty(b):
+        (x, a), (y, b) = _pop(a), _pop(b)
+        tops.append(_add_values(x, y))
+    rest = b if is_empty(a) else a
     for top in reversed(tops):
         rest = StackCell((top, rest))
     return rest
@@ -135,4 +224,5 @@ STACK_POP_OR_ZERO = _op("stack_pop_or_zero", _pop_or_zero_type, _pop_or_zero, 1,
                         {"elem": REQUIRED}, _empty_normalize, linear="all")
 STACK_ADD = _op("stack_add", _add_type, add_stacks, 2, linear="all")
 
-STACK_OPS = (STACK_EMPTY, STACK_PUSH, STACK_POP, STACK_NONEMPTY, STACK_POP_OR_ZERO, STACK_ADD)
+STACK_OPS = (STACK_EMPTY, STACK_PUSH, STACK_POP, STACK_NONEMPTY, STACK_POP_OR_ZERO, STACK_ADD,
+             STACK_ALLOC)

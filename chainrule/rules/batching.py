@@ -343,6 +343,14 @@ def stack_empty_batch(ctx, args, batched, elem):
     return ctx.emit(ops.stack.STACK_EMPTY, elem=ctx.batched_type(elem)), True
 
 
+@batching_rule(ops.stack.STACK_ALLOC)
+def stack_alloc_batch(ctx, args, batched, elem):
+    """Rows of batched values; a trip count per lane is no single size: linked cells."""
+    if batched[0]:
+        return ctx.emit(ops.stack.STACK_EMPTY, elem=ctx.batched_type(elem)), True
+    return ctx.emit(ops.stack.STACK_ALLOC, args[0], elem=ctx.batched_type(elem)), True
+
+
 @batching_rule(ops.stack.STACK_PUSH)
 def stack_push_batch(ctx, args, batched, **attrs):
     """Push the value, broadcast to every lane."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..ops.stack import (
     STACK_ADD,
+    STACK_ALLOC,
     STACK_EMPTY,
     STACK_NONEMPTY,
     STACK_POP,
@@ -27,6 +28,12 @@ from .registry import vjp_rule
 def stack_empty_vjp(out, dout, elem):
     """s = [];  no operands"""
     return ()
+
+
+@vjp_rule(STACK_ALLOC)
+def stack_alloc_vjp(out, dout, trips, elem):
+    """s = [] with room for trips rows;  the trip count is an integer: no derivative"""
+    return (None,)
 
 
 @vjp_rule(STACK_PUSH)

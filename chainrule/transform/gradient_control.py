@@ -9,9 +9,11 @@ iteration computed. The forward keeps only those, as plain values:
   taken gives zeros for the other's); the backward is an ``If`` on the same
   condition whose branches are the two backward blocks, reading the residuals;
 * a ``While`` counts its iterations and pushes each residual on a stack of its
-  own (``ops/stack.py``); the reverse loop runs the count down, pops one entry of
-  each stack and runs the backward block, carrying the cotangent of the loop
-  state and accumulating the cotangents of the values the loop reads.
+  own (``ops/stack.py``; one array of rows made before the loop when its trip
+  count is known then, ``stack_alloc``, else linked cells); the reverse loop runs
+  the count down, pops one entry of each stack and runs the backward block,
+  carrying the cotangent of the loop state and accumulating the cotangents of
+  the values the loop reads.
 
 What comes out is a program of arrays, stacks of arrays and loops, with no
 closures: the gradient pass can differentiate it again (the stack ops have
@@ -41,7 +43,7 @@ from ..ir.nodes import (
 )
 from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import block_free_vars, substitute_vars
-from ..ops.stack import STACK_EMPTY, STACK_POP, STACK_PUSH
+from ..ops.stack import STACK_ALLOC, STACK_EMPTY, STACK_POP, STACK_PUSH, rows_pay
 from .adjoint import has_function
 from .gradient_control_revolve import (
     RevolveTape,
@@ -208,6 +210,56 @@ class _LoopTape:
     saved: list  # one stack per residual
 
 
+def _bound_in(blocks) -> dict:
+    return {b.var: b.value for block in blocks for b in block.bindings}
+
+
+def _is_one(x) -> bool:
+    return isinstance(x, Constant) and x.data.ndim == 0 and x.data == 1
+
+
+def known_trips(node: While):
+    """``(start, stop)`` when the loop counts ``i`` from ``start`` up by one while
+    ``less(i, stop)``, ``stop`` not changed by the loop (``fori_loop``, ``scan``): it
+    then runs ``max(stop - start, 0)`` times, known before it starts. Else None."""
+    cond = node.cond.result
+    test = _bound_in([node.cond]).get(cond)
+    if not (isinstance(test, Call) and test.callee is ops.less):
+        return None
+    i, stop = test.args
+    lvs = list(node.loop_vars)
+    if i not in lvs or not (isinstance(i.type, TensorType) and i.type.ndim == 0
+                            and i.type.dtype.numpy.kind in "iu"):
+        return None
+    inner = _bound_in([node.cond, node.body])
+    if isinstance(stop, Var) and (stop in lvs or stop in inner):
+        return None
+    result = node.body.result
+    fields = list(result.fields) if isinstance(result, Tuple) else [result]
+    step = inner.get(fields[lvs.index(i)]) if len(fields) == len(lvs) else None
+    if not (isinstance(step, Call) and step.callee is ops.add
+            and (step.args[0] is i and _is_one(step.args[1])
+                 or step.args[1] is i and _is_one(step.args[0]))):
+        return None
+    return node.init[lvs.index(i)], stop
+
+
+def _empty_stacks(sweep: Sweep, node: While, residuals, name: str) -> list:
+    """One empty stack per residual: ``stack_alloc`` with room for every trip when the
+    loop's trip count is known before it runs and the residual is an array large enough
+    for rows to pay (``rows_pay``), else ``stack_empty``."""
+    b = sweep.b
+    bounds = known_trips(node) if any(rows_pay(r.type) for r in residuals) else None
+    trips = None
+    if bounds is not None:
+        start, stop = (sweep.copy.atom(x) for x in bounds)
+        trips = b.call(ops.subtract, [stop, start], None, f"{name}_rows")
+    return [b.call(STACK_ALLOC, [trips], {"elem": r.type}, f"{r.name}_stack")
+            if trips is not None and rows_pay(r.type)
+            else b.call(STACK_EMPTY, [], {"elem": r.type}, f"{r.name}_stack")
+            for r in residuals]
+
+
 def _carry(node: While, atoms):
     return atoms[0] if len(node.loop_vars) == 1 else Tuple(atoms)
 
@@ -248,7 +300,7 @@ def while_forward(sweep: Sweep, binding: Binding):
     counted = b.call(ops.add, [count, Constant(np.int64(1))], None, f"{name}_count")
     parts = list(nxt.fields) if isinstance(nxt, Tuple) else [nxt]
     body_block = b.end_block(Tuple(parts + [counted] + pushed))
-    empties = [b.call(STACK_EMPTY, [], {"elem": r.type}, f"{r.name}_stack") for r in residuals]
+    empties = _empty_stacks(sweep, node, residuals, name)
     loop = b.emit(While(new_lvs + [count] + stacks,
                         init + [Constant(np.int64(0))] + empties, cond_block, body_block),
                   f"{name}_loop")

@@ -17,6 +17,7 @@ from ..ir.types import FuncType, ListType, TupleType, has_float
 from ..ir.visitor import nested_blocks
 from ..ops.stack import (
     STACK_ADD,
+    STACK_ALLOC,
     STACK_EMPTY,
     STACK_NONEMPTY,
     STACK_POP,
@@ -239,6 +240,7 @@ STACK_FORWARD = {
     LOOP_CHECKPOINT: _same_tangent,
     REVOLVE_NEXT: lambda sweep, binding: sweep.copy_binding(binding),
     STACK_EMPTY: _stack_empty,
+    STACK_ALLOC: _stack_empty,  # rows or cells, its tangent starts as the same zero
     STACK_PUSH: _stack_push,
     STACK_POP: _stack_pop,
     STACK_POP_OR_ZERO: _stack_pop,
