@@ -22,7 +22,7 @@ from chainrule.transform.gradient import gradient
 PUSH, POP, ALLOC = (OPS[n].kernel for n in ("stack_push", "stack_pop", "stack_alloc"))
 
 LOOP = """
-def f(x0: f64[32, 32], w: f64[32, 32], n: i64) -> f64:
+def f(x0: f64[64, 64], w: f64[64, 64], n: i64) -> f64:
     i0 = 0
     x, i = x0, i0
     while True:
@@ -44,6 +44,7 @@ def f(x0: f64[32, 32], w: f64[32, 32], n: i64) -> f64:
 def rows_always(monkeypatch):
     """Every array residual on rows, however small (the programs below are small)."""
     monkeypatch.setattr(stack, "ROW_MIN_BYTES", 0)
+    monkeypatch.setattr(stack, "ROW_MIN_TOTAL", 0)
 
 
 def test_before_after_a_counted_loop_stores_rows():
@@ -53,8 +54,8 @@ def test_before_after_a_counted_loop_stores_rows():
     text = str(after)
     # the trip count n - i0 is known before the loop: one array of rows per residual
     assert "r_rows = subtract(n, i0)" in text
-    assert "x_stack = stack_alloc(r_rows, elem=f64[32, 32])" in text
-    assert "z_stack = stack_alloc(r_rows, elem=f64[32, 32])" in text
+    assert "x_stack = stack_alloc(r_rows, elem=f64[64, 64])" in text
+    assert "z_stack = stack_alloc(r_rows, elem=f64[64, 64])" in text
     assert "x_stack_2 = stack_push(x_stack_1, x)" in text  # pushes and pops as before
     assert "x_top = stack_pop(" in text
     assert cr.parse(text) == after  # prints and reads back
@@ -66,14 +67,14 @@ def test_unknown_trip_count_and_small_residuals_keep_linked_cells():
     moving = LOOP.replace("c = less(i, n)", "m = add(n, 0)\n        c = less(i, m)")
     for text in (by_two, moving):
         out = str(gradient(cr.parse(text), "f"))
-        assert "stack_alloc" not in out and "stack_empty(elem=f64[32, 32])" in out
-    small = str(gradient(cr.parse(LOOP.replace("32, 32", "4, 4")), "f"))
+        assert "stack_alloc" not in out and "stack_empty(elem=f64[64, 64])" in out
+    small = str(gradient(cr.parse(LOOP.replace("64, 64", "4, 4")), "f"))
     assert "stack_alloc" not in small and "stack_empty(elem=f64[4, 4])" in small
 
 
-def test_gradient_with_rows_matches_finite_differences():
+def test_gradient_with_rows_matches_finite_differences(rows_always):
     rng = np.random.default_rng(0)
-    x0, w = rng.normal(size=(32, 32)), rng.normal(size=(32, 32)) * 0.1
+    x0, w = rng.normal(size=(64, 64)), rng.normal(size=(64, 64)) * 0.1
     m = cr.parse(LOOP)
     for n in (0, 1, 7):
         def f(x0, w, n=n):
@@ -85,7 +86,7 @@ def test_gradient_with_rows_matches_finite_differences():
         np.testing.assert_allclose(np.vdot(g[0], d0) + np.vdot(g[1], d1), fd, rtol=1e-6)
 
 
-def test_row_stacks_are_persistent():
+def test_row_stacks_are_persistent(rows_always):
     elem = cr.parse("def f(x: f64[2]) -> f64[2]:\n    return x\n").functions["f"].params[0].type
     a, b, c = np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([5.0, 6.0])
     s0 = ALLOC(np.int64(2), elem=elem)

@@ -36,13 +36,20 @@ class StackCell(tuple):
 # Below this many bytes per element, linked cells are faster than rows: a cell costs
 # one small tuple, a row a copy and a view (measured in docs/loops.md, "Why storing
 # every step was slow"); small arrays do not make the allocator fault pages either.
-ROW_MIN_BYTES = 4096
+ROW_MIN_BYTES = 16384
+# ... and below this many bytes in all, rows are not worth it either: NumPy asks the
+# kernel for transparent huge pages (2 MiB a page fault) from 4 MiB on; a smaller
+# buffer faults once per 4 KiB page on its first write, which costs more than the
+# allocator's reuse of the small freed arrays that linked cells keep
+ROW_MIN_TOTAL = 4 * 2**20
 
 
 class RowStack:
     """A stack whose first ``depth`` elements are rows ``[0, depth)`` of ``rows[0]``, a
     preallocated array; ``rows[1]`` counts the rows written so far (shared by every
-    stack on the same rows). A push writes row ``depth`` only when no push has written
+    stack on the same rows), ``rows[2]`` is a read-only view of ``rows[0]`` that pops
+    read from (a row of it is read-only at no cost; setting the flag on each popped
+    row cost 1.7 µs). A push writes row ``depth`` only when no push has written
     it yet (``depth == rows[1]``), so a row never changes once written and every stack
     value keeps meaning what it meant; any other push (a second push on the same
     stack, or a full array) puts a linked cell on top, whose ``rest`` is this stack.
@@ -67,9 +74,8 @@ class RowStack:
     def pop(self):
         if self.depth == 0:
             raise InterpretError("stack_pop: the stack is empty")
-        top = self.rows[0][self.depth - 1]
-        top.flags.writeable = False  # the row is shared: nobody may write through it
-        return top, RowStack(self.rows, self.depth - 1)
+        # a view of the read-only array: the row is shared, nobody may write through it
+        return self.rows[2][self.depth - 1], RowStack(self.rows, self.depth - 1)
 
     def __repr__(self) -> str:
         return f"<stack of {self.depth} rows>"
@@ -83,9 +89,13 @@ def rows_pay(elem: Type) -> bool:
 
 
 def _alloc(trips, elem):
-    if isinstance(elem, TensorType) and elem.is_static and elem.ndim >= 1:
-        n = max(int(trips), 0)
-        return RowStack([np.empty((n, *elem.shape), elem.dtype.numpy), 0], 0)
+    if (isinstance(elem, TensorType) and elem.is_static and elem.ndim >= 1
+            and int(trips) * elem.dtype.numpy.itemsize * int(np.prod(elem.shape))
+            >= ROW_MIN_TOTAL):
+        buf = np.empty((max(int(trips), 0), *elem.shape), elem.dtype.numpy)
+        view = buf.view()
+        view.flags.writeable = False
+        return RowStack([buf, 0, view], 0)
     return None
 
 
@@ -151,8 +161,8 @@ def _alloc_type(types, attrs):
     return ListType(attrs["elem"])
 
 
-# an empty stack with room for ``trips`` elements (rows when they are arrays of at least
-# ROW_MIN_BYTES, else the empty linked stack); trips < 0 counts as 0, and more pushes
+# an empty stack with room for ``trips`` elements (rows when they fill ROW_MIN_TOTAL bytes,
+# else the empty linked stack); trips < 0 counts as 0, and more pushes
 # than trips go on linked cells: the count is a size hint, never a limit
 STACK_ALLOC = _op("stack_alloc", _alloc_type, _alloc, 1, {"elem": REQUIRED}, _empty_normalize)
 
