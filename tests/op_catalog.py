@@ -140,7 +140,7 @@ def main(x: f64[3]) -> tuple[f64[3], i64]:
 """,
     "stack_rows": """
 def main(x: f64[3]) -> tuple[f64[3], f64[3], f64[3], bool]:
-    s0 = stack_alloc(1, elem=f64[3])
+    s0 = stack_alloc(1, elem=f64[3], slot="x")
     s1 = stack_push(s0, x)
     y = exp(x)
     s2 = stack_push(s1, y)

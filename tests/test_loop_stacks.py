@@ -54,8 +54,8 @@ def test_before_after_a_counted_loop_stores_rows():
     text = str(after)
     # the trip count n - i0 is known before the loop: one array of rows per residual
     assert "r_rows = subtract(n, i0)" in text
-    assert "x_stack = stack_alloc(r_rows, elem=f64[64, 64])" in text
-    assert "z_stack = stack_alloc(r_rows, elem=f64[64, 64])" in text
+    assert "x_stack = stack_alloc(r_rows, elem=f64[64, 64], slot='x')" in text
+    assert "z_stack = stack_alloc(r_rows, elem=f64[64, 64], slot='z')" in text
     assert "x_stack_2 = stack_push(x_stack_1, x)" in text  # pushes and pops as before
     assert "x_top = stack_pop(" in text
     assert cr.parse(text) == after  # prints and reads back
@@ -89,7 +89,7 @@ def test_gradient_with_rows_matches_finite_differences(rows_always):
 def test_row_stacks_are_persistent(rows_always):
     elem = cr.parse("def f(x: f64[2]) -> f64[2]:\n    return x\n").functions["f"].params[0].type
     a, b, c = np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([5.0, 6.0])
-    s0 = ALLOC(np.int64(2), elem=elem)
+    s0 = ALLOC(np.int64(2), elem=elem, slot='a')
     s1 = PUSH(s0, a)
     s2 = PUSH(s1, b)
     other = PUSH(s1, c)  # row 1 is written: a linked cell on top of s1, s2 unchanged
@@ -106,8 +106,8 @@ def test_row_stacks_are_persistent(rows_always):
     with pytest.raises(InterpretError, match="empty"):
         POP(POP(rest)[1])
     # an empty count is no error: the rows are a size hint
-    assert stack.is_empty(ALLOC(np.int64(-3), elem=elem))
-    np.testing.assert_array_equal(POP(PUSH(ALLOC(np.int64(-3), elem=elem), a))[0], a)
+    assert stack.is_empty(ALLOC(np.int64(-3), elem=elem, slot='a'))
+    np.testing.assert_array_equal(POP(PUSH(ALLOC(np.int64(-3), elem=elem, slot='a'), a))[0], a)
     added = stack.add_stacks(s2, PUSH(None, c))
     np.testing.assert_array_equal(POP(added)[0], b + c)
     np.testing.assert_array_equal(POP(POP(added)[1])[0], a)

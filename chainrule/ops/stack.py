@@ -19,6 +19,8 @@ allocation instead of one fresh array kept per step).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..errors import InterpretError, TypeInferenceError
@@ -88,14 +90,54 @@ def rows_pay(elem: Type) -> bool:
             and elem.dtype.numpy.itemsize * int(np.prod(elem.shape)) >= ROW_MIN_BYTES)
 
 
-def _alloc(trips, elem):
+class _RowPool:
+    """Row buffers kept for the next loop of the same shape: memory the process already
+    touched, so writing it costs no page fault (a fresh buffer faults once per 4 KiB
+    page: what made storing every step slow, docs/loops.md). A buffer is free when
+    nothing but the pool refers to it (no stack value, no popped row); at most
+    ``limit`` bytes are kept."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.held: dict[tuple, list] = {}
+        self.bytes = 0
+        probe = [(np.empty(1), None)]
+        self.free_count = sys.getrefcount(probe[0][0])  # a buffer only the pool holds
+
+    def take(self, shape: tuple, dtype) -> list:
+        for buf, view in self.held.get((shape, dtype), ()):
+            if sys.getrefcount(buf) <= self.free_count + 2:  # + the view's base, + `buf`
+                return [buf, 0, view]
+        buf = np.empty(shape, dtype)
+        view = buf.view()
+        view.flags.writeable = False
+        if self.bytes + buf.nbytes <= self.limit:
+            self.held.setdefault((shape, dtype), []).append((buf, view))
+            self.bytes += buf.nbytes
+        return [buf, 0, view]
+
+    def clear(self) -> None:
+        self.held.clear()
+        self.bytes = 0
+
+
+ROW_POOL = _RowPool(256 * 2**20)
+
+
+def set_row_pool_limit(nbytes: int) -> int:
+    """Keep at most ``nbytes`` of row buffers for reuse between calls (0: none, every
+    loop allocates afresh); returns the previous limit. The default is 256 MiB."""
+    old, ROW_POOL.limit = ROW_POOL.limit, int(nbytes)
+    ROW_POOL.clear()
+    return old
+
+
+def _alloc(trips, elem, slot):
     if (isinstance(elem, TensorType) and elem.is_static and elem.ndim >= 1
             and int(trips) * elem.dtype.numpy.itemsize * int(np.prod(elem.shape))
             >= ROW_MIN_TOTAL):
-        buf = np.empty((max(int(trips), 0), *elem.shape), elem.dtype.numpy)
-        view = buf.view()
-        view.flags.writeable = False
-        return RowStack([buf, 0, view], 0)
+        return RowStack(ROW_POOL.take((max(int(trips), 0), *elem.shape), elem.dtype.numpy),
+                        0)
     return None
 
 
@@ -163,8 +205,11 @@ def _alloc_type(types, attrs):
 
 # an empty stack with room for ``trips`` elements (rows when they fill ROW_MIN_TOTAL bytes,
 # else the empty linked stack); trips < 0 counts as 0, and more pushes
-# than trips go on linked cells: the count is a size hint, never a limit
-STACK_ALLOC = _op("stack_alloc", _alloc_type, _alloc, 1, {"elem": REQUIRED}, _empty_normalize)
+# than trips go on linked cells: the count is a size hint, never a limit. ``slot`` names
+# the stack (the residual it holds) so that no pass merges two allocations: two stacks
+# on one buffer would both be correct, but the second would go on linked cells
+STACK_ALLOC = _op("stack_alloc", _alloc_type, _alloc, 1, {"elem": REQUIRED, "slot": REQUIRED},
+                  _empty_normalize)
 
 
 

@@ -344,11 +344,11 @@ def stack_empty_batch(ctx, args, batched, elem):
 
 
 @batching_rule(ops.stack.STACK_ALLOC)
-def stack_alloc_batch(ctx, args, batched, elem):
+def stack_alloc_batch(ctx, args, batched, elem, slot):
     """Rows of batched values; a trip count per lane is no single size: linked cells."""
     if batched[0]:
         return ctx.emit(ops.stack.STACK_EMPTY, elem=ctx.batched_type(elem)), True
-    return ctx.emit(ops.stack.STACK_ALLOC, args[0], elem=ctx.batched_type(elem)), True
+    return ctx.emit(ops.stack.STACK_ALLOC, args[0], elem=ctx.batched_type(elem), slot=slot), True
 
 
 @batching_rule(ops.stack.STACK_PUSH)

@@ -31,7 +31,7 @@ def stack_empty_vjp(out, dout, elem):
 
 
 @vjp_rule(STACK_ALLOC)
-def stack_alloc_vjp(out, dout, trips, elem):
+def stack_alloc_vjp(out, dout, trips, elem, slot):
     """s = [] with room for trips rows;  the trip count is an integer: no derivative"""
     return (None,)
 

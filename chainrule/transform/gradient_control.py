@@ -254,7 +254,7 @@ def _empty_stacks(sweep: Sweep, node: While, residuals, name: str) -> list:
     if bounds is not None:
         start, stop = (sweep.copy.atom(x) for x in bounds)
         trips = b.call(ops.subtract, [stop, start], None, f"{name}_rows")
-    return [b.call(STACK_ALLOC, [trips], {"elem": r.type}, f"{r.name}_stack")
+    return [b.call(STACK_ALLOC, [trips], {"elem": r.type, "slot": r.name}, f"{r.name}_stack")
             if trips is not None and rows_pay(r.type)
             else b.call(STACK_EMPTY, [], {"elem": r.type}, f"{r.name}_stack")
             for r in residuals]
