@@ -2,7 +2,9 @@
 without checkpointing the loop body (chainrule.checkpoint): the checkpointed
 version keeps only each iteration's carry and recomputes the rest backward.
 One thread, the process pinned to one core (``_common``); peak memory is what
-NumPy allocates during one call (tracemalloc), times are min and median.
+NumPy allocates during one call (tracemalloc) with the pool of residual rows emptied
+first (``kept MB``: what the pool holds after the call, for the next one), times are
+min and median. ``faults`` are the minor page faults of one timed call (getrusage).
 
     python benchmarks/checkpoint_memory.py [--quick] [--repeats N]
 """
@@ -12,12 +14,15 @@ from __future__ import annotations
 
 import _common as C  # first: pins the thread pools and the core before NumPy loads
 
+import gc
+import resource
 import time
 
 import numpy as np
 
 import chainrule as cr
 import chainrule.numpy as cnp
+from chainrule.ops import stack
 
 STEPS, N = 1000, 64
 
@@ -40,6 +45,27 @@ def make_loss(x0, mode):
     return loss
 
 
+def peak_with_rows(fn) -> tuple[int, int]:
+    """Peak bytes NumPy allocates in one call of ``fn`` (after a first call), the rows
+    of the loop's residuals included: their pool is emptied first (else the first call
+    allocated them). Also the bytes the pool keeps after the call."""
+    import tracemalloc
+
+    fn()
+    pool = getattr(stack, "ROW_POOL", None)  # None before rows existed (to compare)
+    if pool is not None:
+        pool.clear()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        fn()
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    return peak, pool.bytes if pool is not None else 0
+
+
 def main() -> None:
     ns = C.parser(__doc__).parse_args()
     repeats = C.repeats(ns, full=5, quick=2)
@@ -50,20 +76,23 @@ def main() -> None:
         g = cr.grad(make_loss(x0, checkpointed))
         g(W)  # compile
         times = []
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for _ in range(repeats):
             t = time.perf_counter()
             g(W)
             times.append(time.perf_counter() - t)
-        peak = C.peak_tracemalloc(lambda g=g: g(W))
-        rows.append((checkpointed, peak, min(times), float(np.median(times))))
+        faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) // repeats
+        peak, kept = peak_with_rows(lambda g=g: g(W))
+        rows.append((checkpointed, peak, kept, faults, min(times), float(np.median(times))))
     print(f"reverse mode through a {STEPS}-step loop on {N}x{N} matrices "
           f"({C.versions()}, {repeats} repeats; {C.uptime()})")
-    print(f"{'checkpoint':>22} | {'peak MB':>8} | {'saved':>6} | {'min ms':>7} | {'median ms':>9}")
+    print(f"{'checkpoint':>22} | {'peak MB':>8} | {'saved':>6} | {'kept MB':>7} | "
+          f"{'faults':>6} | {'min ms':>7} | {'median ms':>9}")
     labels = {None: "none", "body": "checkpoint(step)"}
-    for ck, peak, tmin, tmed in rows:
+    for ck, peak, kept, faults, tmin, tmed in rows:
         label = labels.get(ck, f"checkpoint_every={ck}")
         print(f"{label:>22} | {peak / 1e6:8.1f} | {rows[0][1] / peak:5.1f}x | "
-              f"{tmin * 1e3:7.1f} | {tmed * 1e3:9.1f}")
+              f"{kept / 1e6:7.1f} | {faults:6d} | {tmin * 1e3:7.1f} | {tmed * 1e3:9.1f}")
 
 
 if __name__ == "__main__":
