@@ -28,8 +28,8 @@ STEPS, N = 1000, 64
 
 
 def make_loss(x0, mode):
-    """mode: None (store everything), "body" (checkpoint(step): carries only), or k
-    (fori_loop(checkpoint_every=k): a carry every k steps)."""
+    """mode: None (store everything), "body" (checkpoint(step): carries only), k
+    (fori_loop(checkpoint_every=k): a carry every k steps) or a cr.Budget (revolve)."""
 
     def loss(W):
         def step(i, x):
@@ -39,6 +39,8 @@ def make_loss(x0, mode):
 
         if isinstance(mode, int):
             return cnp.sum(cr.fori_loop(0, STEPS, step, x0, checkpoint_every=mode) ** 2)
+        if isinstance(mode, cr.Budget):
+            return cnp.sum(cr.fori_loop(0, STEPS, step, x0, checkpoint=mode) ** 2)
         body = cr.checkpoint(step) if mode == "body" else step
         return cnp.sum(cr.fori_loop(0, STEPS, body, x0) ** 2)
 
@@ -72,7 +74,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     W, x0 = rng.normal(size=(N, N)) * 0.1, rng.normal(size=(N, N))
     rows = []
-    for checkpointed in (None, "body", 10, 32):
+    for checkpointed in (None, "body", 10, 32, cr.Budget(snapshots=10)):
         g = cr.grad(make_loss(x0, checkpointed))
         g(W)  # compile
         times = []
@@ -90,7 +92,8 @@ def main() -> None:
           f"{'faults':>6} | {'min ms':>7} | {'median ms':>9}")
     labels = {None: "none", "body": "checkpoint(step)"}
     for ck, peak, kept, faults, tmin, tmed in rows:
-        label = labels.get(ck, f"checkpoint_every={ck}")
+        label = (f"Budget(snapshots={ck.snapshots})" if isinstance(ck, cr.Budget)
+                 else labels.get(ck, f"checkpoint_every={ck}"))
         print(f"{label:>22} | {peak / 1e6:8.1f} | {rows[0][1] / peak:5.1f}x | "
               f"{kept / 1e6:7.1f} | {faults:6d} | {tmin * 1e3:7.1f} | {tmed * 1e3:9.1f}")
 
