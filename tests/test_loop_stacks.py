@@ -183,3 +183,16 @@ def test_the_checked_programs_use_rows(name, rows_always):
 
     module = trace_function(PROGRAMS[name][0], (X,)).module
     assert "stack_alloc(" in str(verify(gradient(module)))
+
+
+@pytest.mark.parametrize("name", ["torch", "dask"])
+def test_other_array_namespaces_go_on_linked_cells(name, rows_always):
+    """stack_alloc runs as Python on every namespace; a pushed tensor that is not a NumPy
+    array goes on a linked cell."""
+    from test_backends import NAMESPACES, host, on
+
+    if not NAMESPACES[name].available():
+        pytest.skip(f"{name} is not installed")
+    f = PROGRAMS["fori_loop"][0]
+    np.testing.assert_allclose(host(name, cr.grad(f)(on(name, X))), cr.grad(f)(X),
+                               rtol=1e-12)

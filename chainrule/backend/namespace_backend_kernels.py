@@ -126,4 +126,5 @@ BY_NAMESPACE = {
 
 # ops whose NumPy kernel touches no array function (Python bookkeeping: the stacks of
 # reverse-mode loops): the same kernel runs on every namespace
-NAMESPACE_FREE = frozenset({"stack_empty", "stack_nonempty", "stack_pop", "stack_push"})
+NAMESPACE_FREE = frozenset({"stack_alloc", "stack_empty", "stack_nonempty", "stack_pop",
+                            "stack_push"})

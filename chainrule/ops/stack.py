@@ -20,6 +20,7 @@ allocation instead of one fresh array kept per step).
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
@@ -97,26 +98,29 @@ class _RowPool:
 
     def __init__(self, limit: int):
         self.limit = limit
+        self.lock = threading.Lock()  # two threads must not both take one free buffer
         self.held: dict[tuple, list] = {}
         self.bytes = 0
         probe = [(np.empty(1), None)]
         self.free_count = sys.getrefcount(probe[0][0])  # a buffer only the pool holds
 
     def take(self, shape: tuple, dtype) -> list:
-        for buf, view in self.held.get((shape, dtype), ()):
-            if sys.getrefcount(buf) <= self.free_count + 2:  # + the view's base, + `buf`
-                return [buf, 0, view]
-        buf = np.empty(shape, dtype)
-        view = buf.view()
-        view.flags.writeable = False
-        if self.bytes + buf.nbytes <= self.limit:
-            self.held.setdefault((shape, dtype), []).append((buf, view))
-            self.bytes += buf.nbytes
-        return [buf, 0, view]
+        with self.lock:
+            for buf, view in self.held.get((shape, dtype), ()):
+                if sys.getrefcount(buf) <= self.free_count + 2:  # + the view's base, + `buf`
+                    return [buf, 0, view]
+            buf = np.empty(shape, dtype)
+            view = buf.view()
+            view.flags.writeable = False
+            if self.bytes + buf.nbytes <= self.limit:
+                self.held.setdefault((shape, dtype), []).append((buf, view))
+                self.bytes += buf.nbytes
+            return [buf, 0, view]
 
     def clear(self) -> None:
-        self.held.clear()
-        self.bytes = 0
+        with self.lock:
+            self.held.clear()
+            self.bytes = 0
 
 
 ROW_POOL = _RowPool(256 * 2**20)
