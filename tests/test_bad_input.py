@@ -234,7 +234,7 @@ CASES = {
     # -- running programs -----------------------------------------------------------------------
     "run with too many arguments": (lambda: cr.run(cr.trace(lambda x: x, X3), X3, X3), InterpretError, r"main takes 1 argument\(s\) \(x\), got 2"),
     "run with the wrong shape": (lambda: cr.run(cr.trace(lambda x: x, X3), np.ones(4)), InterpretError, r"argument x: expected shape f64\[3\], got \(4,\)"),
-    "run with a longdouble": (lambda: cr.run(cr.trace(lambda x: x, X3), np.ones(3, np.longdouble)), InterpretError, r"argument x: expected f64\[3\]; dtype float\d+ \(longdouble\) is not supported"),
+    "run with a longdouble": (lambda: cr.run(cr.trace(lambda x: x, X3), np.ones(3, np.longdouble)), InterpretError, r"argument x: expected f64\[3\], got an array of dtype float\d+: dtype float\d+ \(longdouble\) is not supported"),
     "run with the wrong dtype": (lambda: cr.run(cr.trace(lambda x: x, X3), np.ones(3, np.int64)), InterpretError, r"argument x: expected f64\[3\], got an array of dtype int64.*does not cast"),
     "an inconsistent symbolic dimension": (lambda: cr.run(cr.parse(program("z = add(x, y)", "return z", sig="x: f64[n], y: f64[n]", ret="f64[n]")), np.ones(3), np.ones(4)), InterpretError, r"argument y: dimension n is 4 here but 3 in argument x"),
     "verify of a non-module": (lambda: verify(42), VerifyError, r"verify takes a Module, not int"),

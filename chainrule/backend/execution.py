@@ -69,7 +69,8 @@ def coerce(arg, t, where: str, symbols: dict | None = None):
                     arr.dtype, t.dtype.numpy, "same_kind"):
                 arr = arr.astype(t.dtype.numpy)
             elif dtype_refusal(arr.dtype) is not None:
-                raise InterpretError(f"{where}: expected {t!r}; {dtype_refusal(arr.dtype)}")
+                raise InterpretError(f"{where}: expected {t!r}, got an array of dtype "
+                                     f"{arr.dtype}: {dtype_refusal(arr.dtype)}")
             else:
                 raise InterpretError(f"{where}: expected {t!r}, got an array of dtype "
                                      f"{arr.dtype} (chainrule does not cast it; convert it "
