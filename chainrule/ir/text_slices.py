@@ -115,12 +115,12 @@ class SplitModule:
 
 
 def _top_level_starts(lines: list[str]) -> list[int]:
-    starts = []
+    starts, after_decorator = [], False
     for i, line in enumerate(lines):
         if line[:1].isalpha() or line[:1] in ("_", "@"):
-            if starts and (lines[starts[-1]].startswith("@") or line.startswith(_CLAUSES)):
-                continue  # a decorator belongs to its def, an else to its if
-            starts.append(i)
+            if not (after_decorator or line.startswith(_CLAUSES)):
+                starts.append(i)  # (a decorator belongs to its def, an else to its if)
+            after_decorator = line.startswith("@")
     return starts
 
 
