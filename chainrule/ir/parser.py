@@ -295,11 +295,12 @@ class _FunctionParser:
         returns nothing (bindings go to the builder)."""
         if not isinstance(stmts, StatementStream):
             stmts = StatementStream(stmts)
-        while stmts.peek() is not None:
+        while (stmt := stmts.peek()) is not None:
             if isinstance(stmts.peek(1), ast.While):
                 self.while_loop(stmts)
             else:
-                self.statement(stmts.pop())
+                stmts.pop()
+                self.statement(stmt)
 
     def statement(self, s):
         if isinstance(s, ast.Assign):

@@ -27,6 +27,7 @@ import ast
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
+from itertools import islice
 
 SLICE_STATEMENTS = 2000  # top-level statements per slice: ASTs this small cost little
 MIN_SLICED_LINES = 4 * SLICE_STATEMENTS  # shorter texts are parsed whole, as before
@@ -86,13 +87,12 @@ class StatementStream:
         self._drop_last = drop_last  # hide the final statement (a function's `return`)
 
     def peek(self, k: int = 0):
-        want = k + 1 + self._drop_last
-        while len(self._ahead) < want:
-            nxt = next(self._source, None)
-            if nxt is None:
-                break
-            self._ahead.append(nxt)
-        return self._ahead[k] if len(self._ahead) >= want else None
+        ahead, want = self._ahead, k + 1 + self._drop_last
+        if len(ahead) < want:
+            ahead.extend(islice(self._source, want - len(ahead)))
+            if len(ahead) < want:
+                return None
+        return ahead[k]
 
     def pop(self):
         stmt = self.peek()
