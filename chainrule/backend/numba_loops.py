@@ -115,8 +115,53 @@ def _literal(c: Constant) -> str | None:
     return repr(v) if not isinstance(v, float) or np.isfinite(v) else f"np.float64({v!r})"
 
 
+def _atom_vars(a) -> list:
+    if type(a) is Var:
+        return [a]
+    if type(a) is Tuple:
+        return [v for f in a.fields for v in _atom_vars(f)]
+    return []
+
+
+def _array_op(v) -> bool:
+    return type(v) is Call and isinstance(v.callee, Op) and v.callee.name in ARRAY \
+        and not v.attrs
+
+
+def _users(block, out: dict, ops: list) -> None:
+    """``out[var]``: where ``var`` is read, ``(id(block), whether by an array expression)``
+    each; ``ops``: the names of the ops called, in program order."""
+    for b in block.bindings:
+        v = b.value
+        where = (id(block), _array_op(v))
+        if type(v) is Call:
+            ops.append(getattr(v.callee, "name", None))
+            reads = [x for a in v.args for x in _atom_vars(a)]
+        elif type(v) is TupleGetItem:
+            reads = _atom_vars(v.tuple_value)
+        elif type(v) is While:
+            reads = [x for a in v.init for x in _atom_vars(a)]
+            _users(v.cond, out, ops)
+            _users(v.body, out, ops)
+        else:
+            reads = _atom_vars(v) if type(v) in (Var, Tuple) else []
+        for x in reads:
+            out.setdefault(x, []).append(where)
+    for x in _atom_vars(block.result):
+        out.setdefault(x, []).append((id(block), False))
+
+
 class _Writer:
-    def __init__(self):
+    def __init__(self, fn: Function):
+        self.users: dict = {}
+        ops: list = []
+        _users(fn.body, self.users, ops)
+        pops = [k for k, name in enumerate(ops) if name in ("stack_pop", "stack_pop_or_zero")]
+        pushes = [k for k, name in enumerate(ops) if name == "stack_push"]
+        # a popped slot is overwritten only by a later push; none in the code reverse mode
+        # makes (every push in the forward loops, every pop after them), so pops are views
+        self.copy_pops = bool(pops and pushes and max(pushes) > min(pops))
+        self.block_id = id(fn.body)
         self.lines: list[str] = []
         self.where: dict = {}  # IR variable -> its numba form (name, [fields], ("S", buf, n))
         self.constants: list = []
@@ -158,8 +203,10 @@ class _Writer:
         raise Refused(f"a value of type {t}")
 
     def block(self, block, depth: int) -> None:
+        outer, self.block_id = self.block_id, id(block)
         for b in block.bindings:
             self.binding(b.var, b.value, depth)
+        self.block_id = outer
 
     def binding(self, var: Var, v, depth: int) -> None:
         t = type(v)
@@ -208,8 +255,8 @@ class _Writer:
             _, buf, n = self.consume(args[0])
             count = self.fresh()
             if name == "stack_pop":  # a copy: a later push onto the rest reuses the slot
-                self.out(depth, f"{target} = {buf}[{n} - 1]"
-                         + (".copy()" if rt.fields[0].shape else ""))
+                copy = self.copy_pops and rt.fields[0].shape
+                self.out(depth, f"{target} = {buf}[{n} - 1]" + (".copy()" if copy else ""))
                 self.out(depth, f"{count} = {n} - 1")
             else:
                 self.out(depth, f"{target} = stack_top_or_zero({buf}, {n})")
@@ -240,7 +287,13 @@ class _Writer:
                 raise Refused(f"{name} giving a {rt}")
             zero, one = ("0.0", "1.0") if str(rt.dtype).startswith("f") else ("0", "1")
             text = ARRAY[name].format(*args, zero=zero, one=one)
-            self.out(depth, f"{target} = {text}")
+            if rt.shape and self.users.get(var) == [(self.block_id, True)]:
+                # read once by an array expression of this block: one expression, which
+                # numba fuses into one loop (no temporary array)
+                self.where[var] = f"({text})"
+                self.count -= 1
+            else:
+                self.out(depth, f"{target} = {text}")
         else:
             raise Refused(f"op {name} has no whole-loop numba form")
 
@@ -254,6 +307,16 @@ class _Writer:
     def loop(self, var: Var, w: While, depth: int) -> None:
         forms = [self.form_of(lv.type) for lv in w.loop_vars]
         inits = [self.atom(a) for a in w.init]
+        trips = self.trip_count(w, inits)
+        for k, (lv, init) in enumerate(zip(w.loop_vars, inits)):
+            if trips and isinstance(init, tuple) and init[2] == "0":
+                # a stack filled by this loop: one buffer of its final size (a push past
+                # it still grows it), its own (two stacks may start from one empty stack)
+                buf = self.fresh()
+                shape = ", ".join([trips, *map(str, lv.type.elem.shape)])
+                dtype = NP_NAME[str(lv.type.elem.dtype)]
+                self.out(depth, f"{buf} = np.empty(({shape},), {dtype})")
+                inits[k] = ("S", buf, "0")
         self.out(depth, f"{_flat_text(forms)} = {_flat_text(inits, forms)}")
         self.moved(inits)
         for lv, f in zip(w.loop_vars, forms):
@@ -271,6 +334,25 @@ class _Writer:
             if self.uses.pop(s, 0) > 1:
                 raise Refused("a stack used twice in a loop (shared, not linear)")
         self.where[var] = forms[0] if len(forms) == 1 else forms
+
+    def trip_count(self, w: While, inits) -> str | None:
+        """The text of the trip count of a counted loop (``while i < n: ... i = i + 1``,
+        ``fori_loop``'s form), None for other loops."""
+        if len(w.cond.bindings) != 1:
+            return None
+        c = w.cond.bindings[0].value
+        if not (type(c) is Call and getattr(c.callee, "name", "") == "less"
+                and c.args[0] in w.loop_vars and c.args[1] not in w.loop_vars):
+            return None
+        k = w.loop_vars.index(c.args[0])
+        nexts = w.body.result.fields if type(w.body.result) is Tuple else (w.body.result,)
+        step = next((b.value for b in w.body.bindings if b.var is nexts[k]), None)
+        if not (type(step) is Call and getattr(step.callee, "name", "") == "add"
+                and step.args[0] is c.args[0] and type(step.args[1]) is Constant
+                and step.args[1].data.ndim == 0 and step.args[1].data == 1
+                and not isinstance(inits[k], (list, tuple))):
+            return None
+        return f"max({self.atom(c.args[1])} - {inits[k]}, 0)"
 
     def moved(self, forms) -> None:
         """Stacks moved into loop variables are consumed (an empty one may be shared:
@@ -314,7 +396,7 @@ def _numba_type(dtype: str, ndim: int) -> str:
 def loop_source(module: Module, func: str) -> LoopSource:
     """``module[func]`` as one numba function, or ``Refused`` with the reason."""
     fn: Function = module[func]
-    w = _Writer()
+    w = _Writer(fn)
     sig = []
     for k, p in enumerate(fn.params):
         if not isinstance(p.type, TensorType) or str(p.type.dtype) not in KINDS:
