@@ -407,7 +407,9 @@ def compile_program(module: Module, func: str, eager: bool = False) -> CompiledF
         compiled = compile_fused(module, func, block=eager)
         cm = compiled.compiled
         if why_not != "no loop" and not getattr(cm, "loop_note", None):
-            cm.loop_note = f"\n# whole-loop numba: not used ({why_not})\n"
+            from .numba_loops import describe
+
+            cm.loop_note = describe(None, why_not)
             cm.source = cm.source + cm.loop_note
         return compiled
     except CodegenError:
