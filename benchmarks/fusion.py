@@ -192,9 +192,12 @@ def bench_loop(reps: int, ns) -> None:
         assert all(np.allclose(o[1], ref[1]) for o in outs)
     # the Hessian-vector product in x (forward over reverse) through the fori_loop
     v = rng.standard_normal(x.shape)
-    outs = chainrule_rows(rows, "fori_loop hvp", lambda: (lambda x, v: cr.hvp(
-        lambda x: loop_fori_loss(w, x), (x,), (v,), eager_compile=True)),
-        lambda h: h(x, v))
+
+    def make_hvp():  # one loss function per backend: hvp traces it once
+        lx = lambda x: loop_fori_loss(w, x)  # noqa: E731
+        return lambda x, v: cr.hvp(lx, (x,), (v,), eager_compile=True)
+
+    outs = chainrule_rows(rows, "fori_loop hvp", make_hvp, lambda h: h(x, v))
     assert np.allclose(outs[0], outs[1])
     jax = C.peer("jax")
     if jax is not None:
