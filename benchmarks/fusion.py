@@ -3,7 +3,9 @@ against hand-written NumPy backprop, JAX jit, PyTorch eager and ``torch.compile`
 
 Workloads: 1,400 tiny elementwise ops on shape (8,) (``tiny_ops.py``'s chain, d/dx);
 the 100-step loop ``x -= 0.01 * tanh(x @ W)``, x 16x64 (value and d/dW; unrolled by
-tracing and as ``cr.fori_loop``); the MLP 784-256-256-10 (``mlp.py``: value and
+tracing and as ``cr.fori_loop``; and the fori_loop's Hessian-vector product in x, whose
+row shares the same baseline; with numba the fori_loop programs run whole as one numba
+function, ``chainrule/backend/numba_loops.py``); the MLP 784-256-256-10 (``mlp.py``: value and
 gradient, float32 and float64, batch 32 and 256); the MLP's Hessian-vector product
 (``hvp.py``, float64, batch 256). chainrule rows: generated NumPy code (the default),
 and with ``CHAINRULE_NUMBA=1`` semantics (fused regions compiled by numba, waited for:
@@ -188,6 +190,15 @@ def bench_loop(reps: int, ns) -> None:
         outs = chainrule_rows(rows, label, lambda loss=loss: cr.value_and_grad(
             loss(), eager_compile=True), lambda vg: vg(w, x))
         assert all(np.allclose(o[1], ref[1]) for o in outs)
+    # the Hessian-vector product in x (forward over reverse) through the fori_loop
+    v = rng.standard_normal(x.shape)
+
+    def make_hvp():  # one loss function per backend: hvp traces it once
+        lx = lambda x: loop_fori_loss(w, x)  # noqa: E731
+        return lambda x, v: cr.hvp(lx, (x,), (v,), eager_compile=True)
+
+    outs = chainrule_rows(rows, "fori_loop hvp", make_hvp, lambda h: h(x, v))
+    assert np.allclose(outs[0], outs[1])
     jax = C.peer("jax")
     if jax is not None:
         jnp = jax.numpy
@@ -198,9 +209,12 @@ def bench_loop(reps: int, ns) -> None:
             return jnp.sum(x * x)
 
         jvg = jax.jit(jax.value_and_grad(jloss))
-        jw, jx = jax.device_put(w), jax.device_put(x)
+        jw, jx, jv = jax.device_put(w), jax.device_put(x), jax.device_put(v)
         first_call("JAX jit first call", lambda: jvg(jw, jx))
         rows["JAX jit (lax.scan)"] = lambda: jvg(jw, jx)[1].block_until_ready()
+        jh = jax.jit(lambda x, v: jax.jvp(jax.grad(lambda x: jloss(jw, x)), (x,), (v,))[1])
+        first_call("JAX jit hvp first call", lambda: jh(jx, jv))
+        rows["JAX jit hvp (lax.scan)"] = lambda: jh(jx, jv).block_until_ready()
     torch = C.peer("torch")
     if torch is not None:
         tloss = loop_loss(torch)

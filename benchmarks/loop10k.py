@@ -15,7 +15,13 @@ order (hvp: forward over reverse; grad of grad: reverse over reverse), with time
 memory, and the steps run (measured with a step that counts its runs) beside revolve's
 count. ``uptime`` is printed with every table.
 
+``chainrule numba`` rows: the numba backend (``CHAINRULE_NUMBA=1``), where the whole
+program, forward loop and reverse loop with its residual stacks, is one numba function;
+its first call (a compile into an empty kernel cache) is listed with JAX's first calls.
+``--steps 100 --batch 16 --width 64 --no-budget`` runs ``fusion.py``'s loop workload.
+
     python benchmarks/loop10k.py [--quick] [--repeats N] [--steps 10000] [--budget-steps 1000]
+                                 [--batch 8] [--width 16] [--no-budget]
 """
 
 # ruff: noqa: E402, I001  (_common must be imported before NumPy)
@@ -23,10 +29,17 @@ from __future__ import annotations
 
 import _common as C  # first: sets the thread counts before NumPy loads
 
+import os
+import tempfile
+import time
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
 import numpy as np
 
 import chainrule as cr
 import chainrule.numpy as cnp
+from chainrule.backend import numba_backend as nb
 from chainrule.ops.stack_schedule import revolve_cost
 from chainrule.testing_steps import count_runs, counted_tanh
 
@@ -71,6 +84,37 @@ def chainrule_rows(w, x, v, steps: int, rows: dict, ref) -> None:
         rows[f"chainrule hvp, {label}"] = ("hvp", lambda lx=lx: cr.hvp(lx, (x,), (v,)))
 
 
+COMPILE_NOTES: list[str] = []
+
+
+def numba_rows(w, x, v, steps: int, rows: dict, ref) -> None:
+    """The same loop with the numba backend (the whole program one numba function,
+    ``chainrule/backend/numba_loops.py``), compiled at the first call into an empty
+    kernel cache (so the first call's time is a real compile), noted in COMPILE_NOTES."""
+    if not nb.available():
+        COMPILE_NOTES.append("numba rows: numba is not installed")
+        return
+    os.environ["CHAINRULE_CACHE_DIR"] = tempfile.mkdtemp(prefix="chainrule_loop10k_")
+    nb.use_numba(True)
+    try:
+        g = cr.grad(make_loss(steps), eager_compile=True)
+        lx = _loss_of_x(steps, None, w)
+
+        def h():
+            return cr.hvp(lx, (x,), (v,), eager_compile=True)
+
+        for label, kind, fn in (("chainrule numba, store all", "grad", lambda: g(w, x)),
+                                ("chainrule numba hvp, store all", "hvp", h)):
+            t0 = time.perf_counter()
+            out = fn()
+            COMPILE_NOTES.append(f"{label}: first call {(time.perf_counter() - t0):.2f} s")
+            if kind == "grad":
+                np.testing.assert_allclose(out, ref, rtol=1e-9)
+            rows[label] = (kind, fn)
+    finally:
+        nb.use_numba(None)
+
+
 def _loss_of_x(steps: int, budget, w, tanh=cnp.tanh):
     loss = make_loss(steps, budget, tanh)
     return lambda x: loss(w, x)
@@ -93,9 +137,16 @@ def peer_rows(w, x, v, steps: int, rows: dict, ref) -> None:
         jw, jx, jv = jax.device_put(w), jax.device_put(x), jax.device_put(v)
         for name, jl in (("fori_loop", jloss_fori), ("scan", jloss_scan)):
             jg = jax.jit(jax.grad(jl))
+            t0 = time.perf_counter()
+            jg(jw, jx).block_until_ready()
+            COMPILE_NOTES.append(f"JAX jit {name} grad: first call "
+                                 f"{(time.perf_counter() - t0):.2f} s")
             np.testing.assert_allclose(np.asarray(jg(jw, jx)), ref, rtol=1e-9)
             rows[f"JAX jit {name}"] = ("grad", lambda jg=jg: jg(jw, jx).block_until_ready())
         jh = jax.jit(lambda x, v: jax.jvp(jax.grad(lambda x: jloss_scan(jw, x)), (x,), (v,))[1])
+        t0 = time.perf_counter()
+        jh(jx, jv).block_until_ready()
+        COMPILE_NOTES.append(f"JAX jit hvp (scan): first call {(time.perf_counter() - t0):.2f} s")
         rows["JAX jit hvp (scan)"] = ("hvp", lambda: jh(jx, jv).block_until_ready())
     torch = C.peer("torch")
     if torch is not None:
@@ -191,18 +242,23 @@ def main() -> None:
     p = C.parser(__doc__)
     p.add_argument("--steps", type=int, default=10_000)
     p.add_argument("--budget-steps", type=int, default=1_000)
+    p.add_argument("--batch", type=int, default=BATCH)
+    p.add_argument("--width", type=int, default=WIDTH)
+    p.add_argument("--no-budget", action="store_true", help="skip the budget table")
     ns = p.parse_args()
     reps = C.repeats(ns, 5, 2)
     steps = ns.steps
-    print(f"{steps}-step loop x = x - 0.01 * tanh(x @ W), x: {BATCH}x{WIDTH}, float64; "
+    batch, width = ns.batch, ns.width
+    print(f"{steps}-step loop x = x - 0.01 * tanh(x @ W), x: {batch}x{width}, float64; "
           f"{reps} repeats; {C.versions()}; {C.uptime()}")
     rng = np.random.default_rng(0)
-    w = rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)
-    x = rng.standard_normal((BATCH, WIDTH))
-    v = rng.standard_normal((BATCH, WIDTH))
+    w = rng.standard_normal((width, width)) / np.sqrt(width)
+    x = rng.standard_normal((batch, width))
+    v = rng.standard_normal((batch, width))
     ref = hand_grad(w, x, steps)
     rows = {"hand-written NumPy": ("grad", lambda: hand_grad(w, x, steps))}
     chainrule_rows(w, x, v, steps, rows, ref)
+    numba_rows(w, x, v, steps, rows, ref)
     peer_rows(w, x, v, steps, rows, ref)
     times = C.compare({name: fn for name, (_, fn) in rows.items()}, reps, {n: 1 for n in rows})
     base = times["hand-written NumPy"][0]
@@ -214,6 +270,9 @@ def main() -> None:
                     "" if peak is None else f"{peak / 2**20:.1f}"])
     C.table(f"time and peak memory ({C.uptime()})", ["", "what", "min ms", "median ms",
                                                      "min/hand", "peak MiB"], out)
+    print("compile (first call) times: " + "; ".join(COMPILE_NOTES))
+    if ns.no_budget:
+        return
     budget_table(w, x, v, ns.budget_steps, reps)
 
 

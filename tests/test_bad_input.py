@@ -89,6 +89,8 @@ CASES = {
     "an object argument": (lambda: cr.grad(lambda x: cnp.sum(x))(object()), ArgumentError, r"argument x is a object .*not an array or a number"),
     "a list of strings": (lambda: cr.grad(lambda x: cnp.sum(x))(["a"]), ArgumentError, r"argument x_0 is a str \('a'\)"),
     "linearize of a string": (lambda: cr.linearize(lambda x: x, "a"), ArgumentError, r"argument x is a str"),
+    "a longdouble argument": (lambda: cr.grad(lambda x: cnp.sum(x))(np.ones(3, np.longdouble)), ArgumentError, r"argument x: dtype float\d+ \(longdouble\) is not supported; chainrule supports bool, .*float64.*astype\(np.float64\)"),
+    "a clongdouble jit argument": (lambda: cr.jit(lambda x: x * 2)(np.ones(2, np.clongdouble)), ArgumentError, r"dtype complex\d+ \(clongdouble\) is not supported.*complex128"),
     # -- grad: what the function returns ------------------------------------------------
     "grad of a vector": (lambda: cr.grad(lambda x: x * 2)(X3), GradientError, r"returns f64\[3\].*cr.vjp.*cr.jacrev"),
     "grad of an integer result": (lambda: cr.grad(lambda x: cnp.argmax(x))(X3), GradientError, r"float scalar, but <lambda> returns i64"),
@@ -232,6 +234,7 @@ CASES = {
     # -- running programs -----------------------------------------------------------------------
     "run with too many arguments": (lambda: cr.run(cr.trace(lambda x: x, X3), X3, X3), InterpretError, r"main takes 1 argument\(s\) \(x\), got 2"),
     "run with the wrong shape": (lambda: cr.run(cr.trace(lambda x: x, X3), np.ones(4)), InterpretError, r"argument x: expected shape f64\[3\], got \(4,\)"),
+    "run with a longdouble": (lambda: cr.run(cr.trace(lambda x: x, X3), np.ones(3, np.longdouble)), InterpretError, r"argument x: expected f64\[3\], got an array of dtype float\d+: dtype float\d+ \(longdouble\) is not supported"),
     "run with the wrong dtype": (lambda: cr.run(cr.trace(lambda x: x, X3), np.ones(3, np.int64)), InterpretError, r"argument x: expected f64\[3\], got an array of dtype int64.*does not cast"),
     "an inconsistent symbolic dimension": (lambda: cr.run(cr.parse(program("z = add(x, y)", "return z", sig="x: f64[n], y: f64[n]", ret="f64[n]")), np.ones(3), np.ones(4)), InterpretError, r"argument y: dimension n is 4 here but 3 in argument x"),
     "verify of a non-module": (lambda: verify(42), VerifyError, r"verify takes a Module, not int"),

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import InterpretError
 from ..ir.dims import Dim
 from ..ir.symbols import check_expressions
-from ..ir.types import FuncType, TensorType, TupleType
+from ..ir.types import FuncType, TensorType, TupleType, dtype_refusal
 
 EXPRESSIONS = "(expressions)"  # the key of coerce's symbols that lists expression dims
 
@@ -68,6 +68,9 @@ def coerce(arg, t, where: str, symbols: dict | None = None):
             if type(arg) in (int, float, complex, bool, list, tuple) and np.can_cast(
                     arr.dtype, t.dtype.numpy, "same_kind"):
                 arr = arr.astype(t.dtype.numpy)
+            elif dtype_refusal(arr.dtype) is not None:
+                raise InterpretError(f"{where}: expected {t!r}, got an array of dtype "
+                                     f"{arr.dtype}: {dtype_refusal(arr.dtype)}")
             else:
                 raise InterpretError(f"{where}: expected {t!r}, got an array of dtype "
                                      f"{arr.dtype} (chainrule does not cast it; convert it "

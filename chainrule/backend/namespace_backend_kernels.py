@@ -7,21 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.indexing import key_to_python
 from .namespace_kernels import GENERIC, take
 
 
 def _torch_update(reduce: str | None):
     """``base.at[key].<op>(value)`` on PyTorch for any key: the flat positions the key
     selects (an index array of positions indexed by the key), then one scatter over
-    them, so repeated positions accumulate as NumPy's ``ufunc.at`` does."""
+    them, so repeated positions accumulate as NumPy's ``ufunc.at`` does. A key without
+    index arrays is the shared kernel's (it assigns through forward slices)."""
     basic = GENERIC[{None: "index_set", "sum": "index_add", "prod": "index_multiply",
                      "amax": "index_max", "amin": "index_min"}[reduce]]
 
     def kernel(ctx, base, value, *arrays, key):
-        k = key_to_python(key, arrays)
-        if not arrays and not any(type(e) is slice and e.step is not None and e.step < 0
-                                  for e in k):
+        if not arrays:
             return basic(ctx, base, value, key=key)
         import torch
 
@@ -99,15 +97,19 @@ def _with_attrs(*arrays, fn, attrs):
 def dask_whole_array(op, attrs, arg_types) -> bool:
     """Whether Dask runs ``op`` as a whole-array task though a generic kernel exists:
     the factorizations (Dask's need tall-and-skinny chunking) and gathers or updates
-    Dask's indexing does not support (several or multi-dimensional index arrays)."""
+    Dask's indexing does not support (several or multi-dimensional index arrays, an int
+    beside an index array)."""
     if op.name in DASK_WHOLE:
         return True
     if op.name.startswith("index"):
         if any(0 in t.shape for t in arg_types):  # Dask's assignment fails on empty keys
             return True
         arrays = arg_types[1:] if op.name == "index" else arg_types[2:]
+        # Dask drops an int's axis first where NumPy counts the int as one more index
+        # array (``x[1, :, a]``): such keys run as NumPy's
         return bool(arrays) and (op.name != "index" or len(arrays) > 1
-                                 or any(t.ndim > 1 for t in arrays))
+                                 or any(t.ndim > 1 for t in arrays)
+                                 or any(type(e) is int for e in attrs["key"]))
     return False
 
 

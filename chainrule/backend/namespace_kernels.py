@@ -343,55 +343,122 @@ def _index(ctx, x, *arrays, key):
 
 
 def take(ctx, x, key, arrays):
-    """``x[key]``; on PyTorch, whose slices step forward only, a backward slice is the
-    forward slice of the same elements, flipped."""
+    """``x[key]`` for every key form NumPy takes. PyTorch's slices step forward only (a
+    backward slice is the forward slice of the same elements, flipped); Dask's gather
+    fails on a new axis beside an index array. For those, the key's basic part (slices
+    and new axes, every other axis kept whole) is taken first, then its advanced part (ints
+    and index arrays, the new axes now length-1 axes kept whole): the same elements in the
+    same order, since a whole axis separates index arrays as a new axis does."""
     k = key_to_python(key, arrays)
-    if ctx.name != "torch" or not any(type(e) is slice and e.step is not None and e.step < 0
-                                      for e in k):
-        return x[k]
-    if arrays:
-        from .namespaces import BackendError
+    if arrays and ctx.name == "torch":
+        k = _ints_as_index_arrays(ctx, k, arrays)
+    if arrays and ((ctx.name == "torch" and _has_backward_slice(k))
+                   or (ctx.name == "dask" and any(e is None for e in k))):
+        basic = tuple(e if e is None or type(e) is slice else slice(None) for e in k)
+        advanced = tuple(slice(None) if e is None or type(e) is slice else e for e in k)
+        return _take_basic(ctx, x, basic)[advanced]
+    return _take_basic(ctx, x, k)
 
-        raise BackendError("index: a backward slice beside an index array has no kernel "
-                           "on torch")
-    forward, flips, dim, out_axis = [], [], 0, 0
-    for e in k:
-        if e is None:
-            forward.append(None)
-            out_axis += 1
-        elif type(e) is slice:
-            positions = range(*e.indices(int(x.shape[dim])))
-            if e.step is not None and e.step < 0 and len(positions) > 0:
-                forward.append(slice(positions[-1], positions[0] + 1, -e.step))
-                flips.append(out_axis)
-            elif e.step is not None and e.step < 0:
-                forward.append(slice(0, 0))
-            else:
-                forward.append(e)
+
+def _ints_as_index_arrays(ctx, k: tuple, arrays) -> tuple:
+    """Beside index arrays NumPy counts an int as one more (``x[1, :, a]`` puts the
+    axes of ``a`` first); PyTorch drops the int's axis first (``a``'s axes stay in place).
+    An int becomes an index array of shape ``(1,) * ndim``, which broadcasts away; beside
+    0-d arrays only, where there are no advanced axes to place, ints stay ints."""
+    ndim = max(len(a.shape) for a in arrays)
+    if not ndim:
+        return k
+    one = (1,) * ndim
+    return tuple(ctx.xp.full(one, e, dtype=arrays[0].dtype, device=arrays[0].device)
+                 if type(e) is int else e for e in k)
+
+
+def _has_backward_slice(k: tuple) -> bool:
+    return any(type(e) is slice and e.step is not None and e.step < 0 for e in k)
+
+
+def _take_basic(ctx, x, k: tuple):
+    """``x[k]``, ``k`` without index arrays when it has a backward slice on PyTorch."""
+    if ctx.name != "torch" or not _has_backward_slice(k):
+        return x[k]
+    walk = _ForwardKey(k, x.shape)
+    out = x[walk.gather]
+    return ctx.xp.flip(out, axis=walk.flips) if walk.flips else out
+
+
+class _ForwardKey:
+    """A key of ints, slices and new axes as forward slices (the same elements, the
+    backward slices' axes to flip after): ``gather`` keeps its ints and new axes
+    (``x[gather]`` flipped is ``x[k]``); ``assign`` has one slice per indexed axis, an int
+    a length-1 slice, no new axes (``x[assign]`` has ``x[k]``'s elements, reshaped);
+    ``flips`` are axes of ``x[k]``, whose shape is ``selected``."""
+
+    def __init__(self, k: tuple, shape):
+        gather, assign, flips, selected, dim = [], [], [], [], 0
+        for e in k:
+            if e is None:
+                gather.append(None)
+                selected.append(1)
+                continue
+            length = int(shape[dim])
+            if type(e) is slice:
+                forward = _forward_slice(e, length)
+                gather.append(forward)
+                assign.append(forward)
+                if e.step is not None and e.step < 0:
+                    flips.append(len(selected))
+                selected.append(len(range(*e.indices(length))))
+            else:  # an int
+                gather.append(e)
+                assign.append(slice(e % length, e % length + 1))
             dim += 1
-            out_axis += 1
-        else:  # an int
-            forward.append(e)
-            dim += 1
-    out = x[tuple(forward)]
-    return ctx.xp.flip(out, axis=tuple(flips)) if flips else out
+        self.gather, self.assign, self.flips = tuple(gather), tuple(assign), tuple(flips)
+        self.selected = tuple(selected) + tuple(int(n) for n in shape[dim:])
+
+
+def _forward_slice(e: slice, length: int) -> slice:
+    """The slice stepping forward over the elements ``e`` selects (in reverse order when
+    ``e`` steps backward)."""
+    if e.step is None or e.step > 0:
+        return e
+    positions = range(*e.indices(length))
+    if not positions:
+        return slice(0, 0)
+    return slice(positions[-1], positions[0] + 1, -e.step)
+
+
+def key_text(key: tuple) -> str:
+    """An IR key as the user wrote it (``[::-1, None, <array 0>]``), for error messages."""
+    from ..ir.indexing import ArrayIndex
+
+    return "[" + ", ".join(f"<array {e.position}>" if isinstance(e, ArrayIndex) else str(e)
+                           for e in key) + "]"
 
 
 def _basic_update(combine):
-    """``base.at[key].op(value)`` for a key of ints and slices: a copy, updated in place
-    (PyTorch, CuPy and Dask all assign to basic keys)."""
+    """``base.at[key].op(value)`` for a key of ints, slices and new axes: a copy, updated in
+    place (PyTorch, CuPy and Dask all assign to basic keys). The key is first made one
+    every library assigns to alike (Dask mis-assigns at new axes and at an int beside a
+    backward slice; PyTorch has no backward slices): one forward slice per axis of
+    ``base``, the value broadcast to ``base[key]``'s shape and reshaped to match."""
 
     def kernel(ctx, base, value, *arrays, key):
         if arrays:
             from .namespaces import BackendError
 
-            raise BackendError(f"an update at an index array ({combine.__name__}) has no "
-                               f"kernel on {ctx.name}")
+            raise BackendError(f"index_{combine.__name__.strip('_')}: an update at an index "
+                               f"array has no kernel on {ctx.name} (key {key_text(key)})")
         xp = ctx.xp
         out = xp.asarray(base, copy=True)
-        k = key_to_python(key, arrays)
-        value = xp.astype(xp.asarray(value), out.dtype)
-        out[k] = combine(xp, out[k], value)
+        walk = _ForwardKey(key_to_python(key, arrays), out.shape)
+        if 0 in walk.selected:  # nothing to update (Dask's assignment fails on empty keys)
+            return out
+        value = xp.broadcast_to(xp.astype(xp.asarray(value), out.dtype), walk.selected)
+        if walk.flips:
+            value = xp.flip(value, axis=walk.flips)
+        forward = walk.assign
+        value = xp.reshape(value, tuple(out[forward].shape))
+        out[forward] = combine(xp, out[forward], value)
         return out
 
     return kernel

@@ -112,10 +112,17 @@ def kernel_file_text(src: RegionSource) -> str:
 def load_kernel(src: RegionSource):
     """The numba dispatcher of kernel ``src``: from this process's memory, else from the
     disk cache, else compiled now (in the calling thread)."""
-    text = kernel_file_text(src)
+    return load_text(kernel_file_text(src), src.name, "region")
+
+
+def load_text(text: str, name: str, prefix: str):
+    """Function ``name`` of the numba module whose body is ``text`` (after the imports),
+    cached on disk as ``<prefix>_<hash of text>.py`` (``load_kernel``'s conventions)."""
+    if not text.startswith(_HEADER):
+        text = _HEADER + text
     digest = hashlib.sha256(text.encode()).hexdigest()[:24]
     directory = cache_dir()
-    path = os.path.join(directory, f"region_{digest}.py")
+    path = os.path.join(directory, f"{prefix}_{digest}.py")
     with _LOAD_LOCK:
         disp = _LOADED.get(path)
         if disp is not None:
@@ -126,12 +133,12 @@ def load_kernel(src: RegionSource):
             with open(tmp, "w") as f:
                 f.write(text)
             os.replace(tmp, path)
-        mod_name = f"chainrule_region_{digest}"
+        mod_name = f"chainrule_{prefix}_{digest}"
         spec = importlib.util.spec_from_file_location(mod_name, path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[mod_name] = mod  # numba's cache locator finds functions by module
         spec.loader.exec_module(mod)  # compiles, or loads the cached machine code
-        disp = _LOADED[path] = getattr(mod, src.name)
+        disp = _LOADED[path] = getattr(mod, name)
         return disp
 
 
@@ -335,6 +342,30 @@ def compile_fused(module: Module, func: str = "main", block: bool = False,
     return compiled
 
 
+def compile_loops(module: Module, func: str = "main", block: bool = False):
+    """``(compiled, why_not)``: ``module``'s NumPy code whose function ``func`` becomes
+    one numba function (its loops included, ``numba_loops``) once compiled (now if
+    ``block``); ``(None, reason)`` when it has no such form."""
+    from . import numba_loops
+
+    try:
+        src = numba_loops.loop_source(module, func)
+    except numba_loops.Refused as exc:
+        return None, str(exc)
+    compiled = compile_module(module, func)
+    cm = compiled.compiled
+    job = getattr(cm, "loop_program", None)
+    if job is None:
+        job = cm.loop_program = numba_loops.LoopProgram(src, module[func])
+        cm.source = cm.source + numba_loops.describe(src)
+        if not block:
+            _submit([job])
+    job.attach(compiled)
+    if block:
+        job.compile()
+    return compiled, ""
+
+
 def _kernels_text(kernels) -> str:
     if not kernels:
         return ""
@@ -370,7 +401,17 @@ def compile_program(module: Module, func: str, eager: bool = False) -> CompiledF
     if not enabled():
         return compile_module(module, func)
     try:
-        return compile_fused(module, func, block=eager)
+        whole, why_not = compile_loops(module, func, block=eager)
+        if whole is not None:
+            return whole
+        compiled = compile_fused(module, func, block=eager)
+        cm = compiled.compiled
+        if why_not != "no loop" and not getattr(cm, "loop_note", None):
+            from .numba_loops import describe
+
+            cm.loop_note = describe(None, why_not)
+            cm.source = cm.source + cm.loop_note
+        return compiled
     except CodegenError:
         raise
     except Exception as exc:  # a bug of this backend must not cost the program its result

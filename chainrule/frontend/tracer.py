@@ -12,7 +12,7 @@ from ..emit.trace import Trace, Traced, current_trace
 from ..errors import ArgumentError, ChainruleError, TraceError
 from ..ir.nodes import Block, Function, Module, Tuple
 from ..ir.op import PYTHON_SCALARS
-from ..ir.types import DType, TensorType, TupleType, Type
+from ..ir.types import DType, TensorType, TupleType, Type, dtype_refusal
 from ..ir.visitor import vars_used
 from ..tree import flatten, leaf_paths, unflatten
 from .capture import Capture, Guards, sources
@@ -129,6 +129,11 @@ def trace_function(f, args, name: str = "main", kwargs=None,
                 t = leaf_types[k] if leaf_types and leaf_types[k] is not None else \
                     abstract_type(leaf)
             except ChainruleError:
+                refusal = dtype_refusal(leaf.dtype) if isinstance(
+                    leaf, (np.ndarray, np.generic)) else None
+                if refusal is not None:
+                    raise ArgumentError(f"{getattr(f, '__name__', 'the function')}: argument "
+                                        f"{pname}: {refusal}") from None
                 raise ArgumentError(
                     f"{getattr(f, '__name__', 'the function')}: argument {pname} is a "
                     f"{type(leaf).__name__} ({leaf!r:.40}), not an array or a number; pass "

@@ -30,6 +30,7 @@ from .nodes import Call, Constant, Function, GlobalVar, If, Module, Tuple, Tuple
 from .op import OPS
 from .printer import reserved_names
 from .symbols import SHAPE_ATTRS
+from .text_slices import SliceSyntaxError, SplitModule, StatementStream, split_module
 from .types import DTYPES, DType, FuncType, ListType, TensorType, TupleType, Type
 
 SPECIAL_PARSE = {}  # reserved for ops whose text form is not a plain call
@@ -289,18 +290,17 @@ class _FunctionParser:
         return var
 
     # -- statements --------------------------------------------------------------------
-    def statements(self, stmts, i_end=None):
-        """Parse statements; returns nothing (bindings go to the builder)."""
-        stmts = list(stmts)
-        i = 0
-        while i < len(stmts):
-            s = stmts[i]
-            nxt = stmts[i + 1] if i + 1 < len(stmts) else None
-            if isinstance(nxt, ast.While):
-                i = self.while_loop(stmts, i)
-                continue
-            self.statement(s)
-            i += 1
+    def statements(self, stmts):
+        """Parse statements (a list, or a StatementStream of a long body read in slices);
+        returns nothing (bindings go to the builder)."""
+        if not isinstance(stmts, StatementStream):
+            stmts = StatementStream(stmts)
+        while (stmt := stmts.peek()) is not None:
+            if isinstance(stmts.peek(1), ast.While):
+                self.while_loop(stmts)
+            else:
+                stmts.pop()
+                self.statement(stmt)
 
     def statement(self, s):
         if isinstance(s, ast.Assign):
@@ -351,8 +351,8 @@ class _FunctionParser:
                                      f"not {t_target.id!r} and {e_target.id!r}")
         self.emit(s, t_target, If(cond, then_block, else_block))
 
-    def while_loop(self, stmts, i):
-        init, loop = stmts[i], stmts[i + 1]
+    def while_loop(self, stmts: StatementStream):
+        init, loop = stmts.pop(), stmts.pop()
         if not (isinstance(init, ast.Assign) and len(init.targets) == 1):
             raise _err(loop, "a while loop follows `loop_vars = initial values`")
         names = _target_names(init.targets[0])
@@ -389,15 +389,15 @@ class _FunctionParser:
             result = self.atom(update.value)
         body_block = self.b.end_block(result)
         self.scopes.pop()
-        after = stmts[i + 2] if i + 2 < len(stmts) else None
+        after = stmts.peek()
         packed = [n.id for n in names]
         if not (isinstance(after, ast.Assign) and len(after.targets) == 1
                 and isinstance(after.targets[0], ast.Name)
                 and _packs(after.value, packed)):
             shown = packed[0] if len(packed) == 1 else "(" + ", ".join(packed) + ")"
             raise _err(after or loop, f"a loop is followed by `name = {shown}`")
+        stmts.pop()
         self.emit(after, after.targets[0], While(loop_vars, init_atoms, cond_block, body_block))
-        return i + 3
 
     @staticmethod
     def _atom_type(a):
@@ -416,7 +416,7 @@ class _FunctionParser:
         outer = self.b.params
         self.b.params = []
         self.b.begin_block()
-        body, result = self.function_body(s)
+        _, result = self.function_body(s)
         block = self.b.end_block(result)
         self.b.params = outer
         self.scopes.pop()
@@ -427,13 +427,27 @@ class _FunctionParser:
         self.emit(s, ast.Name(id=s.name, lineno=s.lineno, col_offset=s.col_offset), fn)
 
     def function_body(self, s: ast.FunctionDef):
-        stmts = s.body
-        if stmts and isinstance(stmts[0], ast.Expr) and isinstance(stmts[0].value, ast.Constant):
-            stmts = stmts[1:]  # a docstring
-        if not stmts or not isinstance(stmts[-1], ast.Return) or stmts[-1].value is None:
+        """Parse the body; returns its last statement and the returned value."""
+        sliced = self.mp.bodies.get(s)
+        if sliced is None:
+            stmts = s.body
+            if stmts and _is_docstring(stmts[0]):
+                stmts = stmts[1:]
+            last = stmts[-1] if stmts else None
+            body = StatementStream(stmts, drop_last=True)
+        else:  # long enough that its first statement is no docstring and not its last
+            last = sliced.last_statement()
+            body = StatementStream(sliced.statements(), drop_last=True)
+            if _is_docstring(body.peek()):
+                body.pop()
+        if not isinstance(last, ast.Return) or last.value is None:
             raise _err(s, f"function {s.name} must end with `return value`")
-        self.statements(stmts[:-1])
-        return stmts, self.atom(stmts[-1].value)
+        self.statements(body)
+        return last, self.atom(last.value)
+
+
+def _is_docstring(stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
 
 
 FUNCTION_FLAGS = ("checkpoint", "fused")
@@ -472,8 +486,9 @@ def _packs(value, names) -> bool:
 
 
 class _ModuleParser:
-    def __init__(self, tree: ast.Module):
-        self.tree = tree
+    def __init__(self, split: SplitModule):
+        self.items = split.items
+        self.bodies = split.bodies  # the long functions' bodies, read in slices
         self.constants: dict[str, Constant] = {}
         self.signatures: dict[str, tuple] = {}
 
@@ -499,7 +514,7 @@ class _ModuleParser:
 
     def run(self) -> Module:
         defs = []
-        for s in self.tree.body:
+        for s in self.items:
             if isinstance(s, ast.FunctionDef):
                 if s.name in self.signatures:
                     raise _err(s, f"function {s.name} is defined twice")
@@ -530,11 +545,11 @@ class _ModuleParser:
             params, ret = self.signatures[s.name]
             for (pname, ptype), node in zip(params, s.args.args):
                 fp.define(node, pname, builder.param(pname, ptype))
-            _, result = fp.function_body(s)
+            last, result = fp.function_body(s)
             try:
                 fn = builder.finish_function(result, ret)
             except ChainruleError as exc:
-                raise _err(s.body[-1], f"function {s.name}: {exc}") from None
+                raise _err(last, f"function {s.name}: {exc}") from None
             functions[s.name] = Function(fn.params, fn.body, fn.ret_type, _function_flags(s))
         return Module(functions)
 
@@ -559,6 +574,16 @@ def parse(text: str) -> Module:
         raise ParseError(f"parse takes the text of a module, not {type(text).__name__}")
     with _gc_paused():
         try:
+            split = split_module(text)
+            if split is not None:
+                try:
+                    return _ModuleParser(split).run()
+                except ParseError:
+                    split.check_rest()  # a syntax error later in the text is reported first
+                    raise
+        except SliceSyntaxError:
+            pass  # parse the whole text: syntax errors read as they always did
+        try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # e.g. SyntaxWarning: invalid decimal literal
                 tree = ast.parse(text)
@@ -566,4 +591,4 @@ def parse(text: str) -> Module:
             raise ParseError(f"invalid syntax: {exc.msg}", exc.lineno, exc.offset) from None
         except (ValueError, RecursionError, MemoryError) as exc:
             raise ParseError(f"cannot parse: {exc}") from None
-        return _ModuleParser(tree).run()
+        return _ModuleParser(SplitModule(tree.body, {})).run()

@@ -34,6 +34,20 @@ DTYPES: dict[str, np.dtype] = {
     "c128": np.dtype(np.complex128),
 }
 _BY_NUMPY = {v: k for k, v in DTYPES.items()}
+
+
+def dtype_refusal(dtype: np.dtype) -> str | None:
+    """Why an argument of NumPy dtype ``dtype`` cannot be traced (None when it can).
+
+    >>> print(dtype_refusal(np.dtype(np.longdouble)))  # doctest: +ELLIPSIS
+    dtype float... (longdouble) is not supported; chainrule supports bool, int8, ...
+    """
+    if dtype in _BY_NUMPY:
+        return None
+    text = (f"dtype {dtype.name} ({dtype.type.__name__}) is not supported; chainrule "
+            f"supports {', '.join(d.name for d in DTYPES.values())}")
+    wider = {"f": "float64", "c": "complex128"}.get(dtype.kind)
+    return text + (f" (convert it with .astype(np.{wider}))" if wider else "")
 _CACHE: dict = {}  # np.dtype or scalar type -> DType
 
 

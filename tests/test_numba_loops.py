@@ -1,0 +1,116 @@
+"""Whole loops compiled by numba (chainrule/backend/numba_loops.py).
+
+A program whose every binding has a numba form (the forward loop, the reverse loop of
+its gradient with its residual stacks) runs as one numba function: its results agree
+with the NumPy code within 1e-12, its gradients with finite differences, and a program
+with an op numba cannot take stays NumPy code with the reason in its source. numba
+compiles slowly, so few distinct kernels are compiled (one cache directory per run).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as cnp
+from chainrule.backend import numba_backend as nb
+from chainrule.backend.numba_loops import Refused, loop_source
+
+needs_numba = pytest.mark.skipif(not nb.available(),
+                                 reason="numba is not installed (pip install chainrule[fast])")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel_cache(tmp_path_factory):
+    old = os.environ.get("CHAINRULE_CACHE_DIR")
+    os.environ["CHAINRULE_CACHE_DIR"] = str(tmp_path_factory.mktemp("chainrule_cache"))
+    yield
+    if old is None:
+        os.environ.pop("CHAINRULE_CACHE_DIR", None)
+    else:
+        os.environ["CHAINRULE_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def numba_on():
+    nb.use_numba(True)
+    yield
+    nb.use_numba(None)
+
+
+def _loss(steps, body=None):
+    body = body or (lambda i, x, w: x - 0.01 * cnp.tanh(x @ w))
+
+    def loss(w, x):
+        x = cr.fori_loop(0, steps, lambda i, x: body(i, x, w), x)
+        return cnp.sum(x * x)
+
+    return loss
+
+
+def _loss_n(w, x, n):  # the trip count an argument: one kernel for every count
+    x = cr.fori_loop(0, n, lambda i, x: x - 0.01 * cnp.tanh(x @ w), x)
+    return cnp.sum(x * x)
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((6, 6)) * 0.4, rng.standard_normal((4, 6))
+
+
+def _state(f, *args):
+    return f.specialize(f.bind(args, {}))[0].tiers.compile().compiled.loop_program.state
+
+
+@needs_numba
+def test_gradient_equals_numpy_code_and_finite_differences(numba_on):
+    w, x = _data()
+    g = cr.jit(cr.grad(_loss_n), eager_compile=True)
+    got = {n: g(w, x, np.int64(n)) for n in (0, 3, 40, 7)}  # changing trip counts
+    assert _state(g, w, x, np.int64(3)) == "ready"
+    nb.use_numba(False)
+    ref = cr.jit(cr.grad(_loss_n), eager_compile=True)
+    for n, value in got.items():
+        np.testing.assert_allclose(value, ref(w, x, np.int64(n)), rtol=1e-12, atol=1e-13)
+    d = np.random.default_rng(1).standard_normal(w.shape)
+    eps = 1e-6
+    fd = (_loss_n(w + eps * d, x, 40) - _loss_n(w - eps * d, x, 40)) / (2 * eps)
+    np.testing.assert_allclose(np.sum(got[40] * d), fd, rtol=1e-6)
+
+
+@needs_numba
+def test_hvp_equals_numpy_code(numba_on):
+    w, x = _data()
+    v = np.ones_like(x)
+    loss = _loss(40)
+    h = cr.jit(lambda x, v: cr.hvp(lambda x: loss(w, x), (x,), (v,)), eager_compile=True)
+    got = h(x, v)
+    assert _state(h, x, v) == "ready"
+    assert "def main(a0, a1, a2):" in h.source(x, v)
+    nb.use_numba(False)
+    ref = cr.jit(lambda x, v: cr.hvp(lambda x: loss(w, x), (x,), (v,)),
+                 eager_compile=True)(x, v)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-13)
+
+
+def test_unsupported_op_falls_back_with_the_reason(numba_on):
+    w, x = _data()
+    loss = _loss(5, lambda i, x, w: x - 0.01 * cnp.cumsum(x @ w, axis=1))
+    g = cr.jit(cr.grad(loss))
+    mod = g.module(w, x)
+    with pytest.raises(Refused, match="cumsum"):
+        loop_source(mod, "main")
+    if nb.available():
+        assert "whole-loop numba: not used (op cumsum" in g.source(w, x)
+    ref = cr.grad(loss)(w, x)
+    np.testing.assert_allclose(g(w, x), ref, rtol=1e-12)
+
+
+def test_a_program_without_loops_is_not_taken():
+    w, x = _data()
+    g = cr.jit(cr.grad(lambda w, x: cnp.sum(cnp.tanh(x @ w))))
+    with pytest.raises(Refused, match="no loop"):
+        loop_source(g.module(w, x), "main")
