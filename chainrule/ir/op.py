@@ -278,6 +278,16 @@ HANDLERS: dict[type, int] = {}
 PYTHON_SCALARS = (bool, int, float)
 
 
+def python_scalar_dtypes(values, arrays) -> tuple | None:
+    """The dtype each Python number among ``values`` became in ``arrays`` (None for the
+    other operands), or None when there is no Python number: the part of a cached
+    signature that a weakly typed scalar decides."""
+    if not any(type(v) in PYTHON_SCALARS for v in values):
+        return None
+    return tuple(arr.dtype if type(v) in PYTHON_SCALARS else None
+                 for v, arr in zip(values, arrays))
+
+
 def apply(op: Op, *args, **attrs):
     """Apply ``op``: compute on arrays, or hand over to a traced/tape argument."""
     best, best_priority = None, -1
@@ -362,10 +372,7 @@ def evaluate(op: Op, args, attrs, with_attrs: bool = False):
         types = [TensorType(a.shape, DType(a.dtype)) for a in arrays]
         attrs, _ = op.type_call(types, attrs)
         if key is not None:
-            scalar_dtypes = None
-            if any(type(a) in PYTHON_SCALARS for a in args):
-                scalar_dtypes = tuple(arr.dtype if type(a) in PYTHON_SCALARS else None
-                                      for a, arr in zip(args, arrays))
+            scalar_dtypes = python_scalar_dtypes(args, arrays)
             if len(_EVAL_MEMO) >= _EVAL_MEMO_LIMIT:
                 _EVAL_MEMO.clear()
             _EVAL_MEMO[key] = (attrs, scalar_dtypes)

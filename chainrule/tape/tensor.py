@@ -18,7 +18,13 @@ import numpy as np
 from .. import ops
 from ..emit.methods import ArrayMethods
 from ..errors import ArgumentError, ChainruleError, ConcretizationError, TraceError
-from ..ir.op import HANDLERS, PYTHON_SCALARS, attrs_key, evaluate, to_arrays
+from ..ir.op import (
+    HANDLERS,
+    attrs_key,
+    evaluate,
+    python_scalar_dtypes,
+    to_arrays,
+)
 from ..ir.types import DType
 
 
@@ -369,10 +375,7 @@ def _first_of_signature(op, values, attrs, key) -> tuple:
     Signature that lets later calls alike skip straight to the kernel."""
     arrays = to_arrays(values)
     out, norm = evaluate(op, arrays, attrs, with_attrs=True)
-    scalar_dtypes = None
-    if any(type(v) in PYTHON_SCALARS for v in values):
-        scalar_dtypes = tuple(arr.dtype if type(v) in PYTHON_SCALARS else None
-                              for v, arr in zip(values, arrays))
+    scalar_dtypes = python_scalar_dtypes(values, arrays)
     if len(_SIGNATURES) >= _SIGNATURES_LIMIT:
         _SIGNATURES.clear()
     sig = _SIGNATURES[key] = Signature(op, norm, scalar_dtypes, arrays)
