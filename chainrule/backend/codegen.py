@@ -485,6 +485,18 @@ class _ModuleCodegen:
         return "\n".join(header + self.lines[:-1]) + "\n"
 
 
+def exec_generated(owner, source: str, filename: str, namespace: dict, hint: str = "") -> None:
+    """Compile generated ``source`` as ``filename`` and run it in ``namespace``; its lines
+    show in tracebacks for as long as ``owner`` lives."""
+    try:
+        code = compile(source, filename, "exec")
+    except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
+        raise CodegenError(f"the generated code does not compile ({exc}){hint}") from None
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    weakref.finalize(owner, linecache.cache.pop, filename, None)
+    exec(code, namespace)  # noqa: S102 - source built from checked names only
+
+
 class CompiledModule:
     """Every function of a module, compiled together (they call each other)."""
 
@@ -493,17 +505,10 @@ class CompiledModule:
         self.source = gen.run()
         self.func_names = gen.func_names
         self.locations = gen.locations
-        self.filename = filename = f"<chainrule-codegen-{next(_counter)}>"
-        try:
-            code = compile(self.source, filename, "exec")
-        except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
-            raise CodegenError(f"the generated code does not compile ({exc}); the module "
-                               f"nests blocks too deeply for Python?") from None
-        linecache.cache[filename] = (len(self.source), None,
-                                     self.source.splitlines(True), filename)
-        weakref.finalize(self, linecache.cache.pop, filename, None)
+        self.filename = f"<chainrule-codegen-{next(_counter)}>"
         self.namespace = gen.ns
-        exec(code, self.namespace)  # noqa: S102 - source built from checked names only
+        exec_generated(self, self.source, self.filename, self.namespace,
+                       "; the module nests blocks too deeply for Python?")
 
     def function(self, name: str):
         return self.namespace[self.func_names[name]]

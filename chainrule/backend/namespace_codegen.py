@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import functools
 import keyword
-import linecache
-import weakref
 
 import numpy as np
 
-from ..errors import CodegenError, InterpretError
+from ..errors import InterpretError
 from ..ir.nodes import Constant, Module, Var
 from ..ir.op import Op
 from ..ir.types import TensorType
@@ -143,16 +141,9 @@ class NamespaceModule(codegen.CompiledModule):
         self.source = gen.run()
         self.func_names = gen.func_names
         self.locations = gen.locations
-        self.filename = filename = f"<chainrule-{ns.name}-{next(codegen._counter)}>"
-        try:
-            code = compile(self.source, filename, "exec")
-        except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
-            raise CodegenError(f"the generated code does not compile ({exc})") from None
-        linecache.cache[filename] = (len(self.source), None,
-                                     self.source.splitlines(True), filename)
-        weakref.finalize(self, linecache.cache.pop, filename, None)
+        self.filename = f"<chainrule-{ns.name}-{next(codegen._counter)}>"
         self.namespace = gen.ns
-        exec(code, self.namespace)  # noqa: S102 - source built from checked names only
+        codegen.exec_generated(self, self.source, self.filename, self.namespace)
 
     def error(self, func: str, exc: BaseException) -> InterpretError:
         where = None
