@@ -24,18 +24,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import dask_logistic_regression as example  # noqa: E402
 
 MEMORY_LIMIT = 250_000_000  # bytes per worker
-ROWS, FEATURES, CHUNK_ROWS = 4_000_000, 10, 250_000  # 320 MB of float64 in 16 chunks
+ROWS, FEATURES, CHUNK_ROWS = 4_000_000, 10, 100_000  # 320 MB of float64 in 40 chunks
+# Spill early and in small pieces: with Dask's defaults (spill at 70%) a worker on a loaded
+# machine overshot 95% of its limit while a 20 MB chunk was in flight and was restarted.
+# Measured peaks with these settings: about 135 MB of the 250 MB limit.
+EARLY_SPILL = {"distributed.worker.memory.target": 0.3, "distributed.worker.memory.spill": 0.4,
+               "distributed.worker.memory.pause": 0.7}
 
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                       memory_limit=MEMORY_LIMIT, dashboard_address=None,
-                                       processes=True)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    import dask
+
+    with dask.config.set(EARLY_SPILL):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                           memory_limit=MEMORY_LIMIT, dashboard_address=None,
+                                           processes=True)
+        c = distributed.Client(cluster)
+        yield c
+        c.close()
+        cluster.close()
 
 
 def test_gradient_over_a_dataset_larger_than_worker_memory(client):
