@@ -180,7 +180,7 @@ class Mutator:
         if type(v) is Call:
             callee = self.atom(v.callee) if type(v.callee) is Var else v.callee
             atom = self.atom
-            return Call(callee, [atom(a) for a in v.args], v.attrs)
+            return v.with_args(callee, [atom(a) for a in v.args])
         if isinstance(v, TupleGetItem):
             return TupleGetItem(self.atom(v.tuple_value), v.index)
         if isinstance(v, (Var, Constant, Tuple)):
