@@ -32,7 +32,7 @@ from ..ir.dims import Dim
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
 from ..ir.op import HANDLERS, PYTHON_SCALARS, SYMBOLIC_APPLY, Op, weak_scalar_dtype
 from ..ir.types import DType, TensorType, TupleType, Type
-from .methods import ArrayMethods
+from .methods import ArrayMethods, install_direct_operators
 
 _TRACE_STACK: list[Trace] = []
 _ARRAY_TYPES = (np.ndarray, np.generic)
@@ -93,6 +93,9 @@ class Traced(ArrayMethods):
 
 
 HANDLERS[Traced] = 100
+# the other operands a traced value wins the dispatch against (not a linear value of
+# ``transpose``, which outranks it): its operators go straight to ``_cr_apply``
+install_direct_operators(Traced, frozenset({Traced, np.ndarray, float, int, bool}))
 
 # closure conversion of custom rules (chainrule.custom_closure.rebound): while a rule
 # runs, the values its function closed over stand for the op's operands that carry

@@ -27,13 +27,15 @@ from .op import Op
 
 def nested_blocks(value):
     """The blocks directly inside a binding value."""
-    if isinstance(value, If):
-        return (value.then_block, value.else_block)
-    if isinstance(value, While):
-        return (value.cond, value.body)
-    if isinstance(value, Function):
-        return (value.body,)
-    return ()
+    blocks = _NESTED.get(type(value))
+    return () if blocks is None else blocks(value)
+
+
+_NESTED = {
+    If: lambda value: (value.then_block, value.else_block),
+    While: lambda value: (value.cond, value.body),
+    Function: lambda value: (value.body,),
+}
 
 
 def atoms_of(value):

@@ -19,6 +19,7 @@ from ..emit.trace import Trace, Traced
 from ..errors import CompiledHigherOrderError, GradientError
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
 from ..ir.types import FuncType, ListType, TensorType, TupleType, Type
+from ..ir.visitor import vars_used
 from ..ops.common import broadcast_shapes
 from ..ops.stack import STACK_ADD, STACK_EMPTY
 
@@ -160,8 +161,8 @@ def _type(atom) -> Type:
 def prune(bindings: list, start: int, roots) -> None:
     """Drop bindings emitted since ``start`` that no root depends on (a rule's
     results for operands that need no adjoint)."""
-    from ..ir.visitor import vars_used
-
+    if len(bindings) == start:
+        return
     # a root may be a tuple literal (a rule's partial for a tuple operand, such as a
     # pushed snapshot): the variables it is made of are what stays live
     live = {r for r in vars_used(Tuple(list(roots))) if isinstance(r, Var)}

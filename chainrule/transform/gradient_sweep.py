@@ -98,7 +98,10 @@ def _refuse_stacks(bindings, relevant, mode: str) -> None:
         v = b.value
         if (relevant is not None and b.var not in relevant) or isinstance(v, Function):
             continue
-        if isinstance(v, Call) and v.callee in STACK_OPS:
+        is_call = type(v) is Call
+        if type(b.var.type) is TensorType and not (is_call and v.callee in STACK_OPS):
+            continue  # an array computed by an op or a function call: nothing to refuse
+        if is_call and v.callee in STACK_OPS:
             if _holds_function(b.var.type, v.args):
                 raise CompiledHigherOrderError(
                     f"{mode} mode of a program that holds a stack of pullbacks "
@@ -241,14 +244,13 @@ class ForwardCopy(Mutator):
             if type(v.callee) is GlobalVar and closures.needs_vjp_call(sweep, binding):
                 return closures.global_call_forward(sweep, binding)
         if binding.var in sweep.relevant:
-            special = sweep.ctx.forward_rewrites.get(type(v))
+            special = sweep.ctx.forward_rewrites.get(t)
             if special is not None:
                 return special(sweep, binding)
-            if (isinstance(v, Call) and isinstance(v.callee, GlobalVar)
-                    and sweep.ctx.module[v.callee.name].attrs.get("checkpoint")):
-                # store only the inputs; the backward sweep recomputes the rest
-                return super().rewrite(binding)
-            if isinstance(v, Call) and isinstance(v.callee, GlobalVar):
+            if t is Call and type(v.callee) is GlobalVar:
+                if sweep.ctx.module[v.callee.name].attrs.get("checkpoint"):
+                    # store only the inputs; the backward sweep recomputes the rest
+                    return super().rewrite(binding)
                 vname = sweep.ctx.vjp_name(v.callee.name)
                 pair = sweep.b.emit(Call(GlobalVar(vname), [self.atom(a) for a in v.args]),
                                     f"{binding.var.name}_vjp")

@@ -18,7 +18,7 @@ from ..emit.trace import Trace
 from ..errors import TransposeError
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
-from ..ir.infer import arg_type
+from ..ir.infer import arg_type, type_call
 from ..ir.nodes import (
     Binding,
     Call,
@@ -75,7 +75,7 @@ class Undefined(ArrayMethods):
             else:
                 arr = np.asarray(a)
                 types.append(TensorType(arr.shape, arr.dtype))
-        _, t = op.type_call(types, attrs)
+        _, t = type_call(op, types, attrs)
         if isinstance(t, TupleType):
             return tuple(Undefined(f) for f in t.fields)
         return Undefined(t)
