@@ -213,14 +213,20 @@ class Mutator:
 
     def emit_bindings(self, bindings) -> None:
         b = self.builder
+        cls = type(self)
+        copying = cls.rewrite is Mutator.rewrite and cls.value is Mutator.value
+        atom = self.atom
         for binding in bindings:
-            new = self.rewrite(binding)
-            if new is None:
-                continue
-            if isinstance(new, (Var, Constant)) and not isinstance(binding.value, (Var, Constant)):
-                self.subst[binding.var] = new
-                continue
             old = binding.value
+            if copying and type(old) is Call and type(old.callee) is Op:
+                new = old.with_args(old.callee, [atom(a) for a in old.args])  # value(), inlined
+            else:
+                new = self.rewrite(binding)
+                if new is None:
+                    continue
+                if isinstance(new, (Var, Constant)) and not isinstance(old, (Var, Constant)):
+                    self.subst[binding.var] = new
+                    continue
             if (type(new) is Call and type(old) is Call and new.callee is old.callee
                     and type(old.callee) is Op and new.attrs is old.attrs
                     and all(type(x) is not Tuple and x.type is y.type

@@ -106,7 +106,15 @@ class Adjoints:
 
     def accumulate(self, atom, msg, wants) -> None:
         """Add ``msg`` to the adjoint of ``atom`` (a Var, Constant or Tuple of them)."""
-        if msg is None or isinstance(atom, Constant):
+        if msg is None:
+            return
+        if type(atom) is Var:  # the common case first
+            if wants(atom):
+                old = self.msgs.get(atom)
+                self.msgs[atom] = msg if old is None else self.add(old, msg,
+                                                                   self.type_of(atom))
+            return
+        if isinstance(atom, Constant):
             return
         if isinstance(atom, Tuple):
             t = TupleType(_type(f) for f in atom.fields)
@@ -119,9 +127,9 @@ class Adjoints:
 
     def fit(self, partial, t: TensorType):
         """A rule's result summed/broadcast to shape ``t.shape`` and cast to ``t.dtype``."""
-        atom = self.unwrap(partial)
+        atom = partial.variable if type(partial) is Traced else self.unwrap(partial)
         pt = _type(atom)
-        if not isinstance(pt, TensorType) and pt == t:  # a stack, a tuple: no broadcasting
+        if pt is t or pt == t:  # the common case: nothing to fit (a stack, a tuple too)
             return atom
         if not isinstance(pt, TensorType):
             raise GradientError(f"a VJP rule returned a {pt!r} for an operand of type {t!r}")
@@ -153,7 +161,7 @@ def _own_type(var: Var) -> Type:
 
 
 def _type(atom) -> Type:
-    if isinstance(atom, Tuple):
+    if type(atom) is Tuple:
         return TupleType(_type(f) for f in atom.fields)
     return atom.type
 

@@ -288,6 +288,7 @@ class Sweep:
         self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
         self.relevant, uses = _analyze(self.bindings, sources, targets)
+        self.wants = self.relevant.__contains__  # whether a variable needs an adjoint
         self.pullbacks: dict[Var, Var] = {}
         self.extra: dict[Var, object] = {}  # per-binding data for backward handlers
         self.parent = parent
@@ -307,9 +308,6 @@ class Sweep:
         # are named when the sweep reaches them), and adjoints named as they were made
         self.expected = uses
         self.named_early: dict[Var, Var] = {}
-
-    def wants(self, v: Var) -> bool:
-        return v in self.relevant
 
     def adjoint_type(self, v: Var) -> Type:
         """The type of ``v``'s adjoint (a function value's is its env's)."""
@@ -467,16 +465,18 @@ def _call_backward(sweep: Sweep, binding: Binding, msg) -> None:
     op = call.callee
     if not op.differentiable:
         return
-    dresult = adj.materialize(msg, binding.var.type)
-    if isinstance(binding.var.type, TupleType):
+    trace = sweep.trace
+    if type(msg) is Var and type(msg.type) is TensorType:  # the common case first
+        dout = Traced(trace, msg)
+    elif isinstance(binding.var.type, TupleType):
+        dresult = adj.materialize(msg, binding.var.type)
         dout = tuple(adj.wrap(f) for f in adj.split(dresult, binding.var.type))
     else:
-        dout = adj.wrap(dresult)
+        dout = adj.wrap(adj.materialize(msg, binding.var.type))
     new = sweep.copy.atom
-    out = Traced(sweep.trace, new(binding.var))
+    out = Traced(trace, new(binding.var))
     args = [new(a) for a in call.args]
     start = len(sweep.b.bindings)
-    trace = sweep.trace
     partials = VJP[op](out, dout, *[Traced(trace, a) if type(a) is Var else adj.wrap(a)
                                     for a in args], **call.attrs)
     if len(partials) != len(args):
