@@ -158,6 +158,10 @@ class Mutator:
     old atom to its replacement.
     """
 
+    # True in a subclass whose ``rewrite`` copies every call of an op as ``value`` does
+    # (operands substituted): the copy then skips ``rewrite`` for them
+    copies_op_calls = False
+
     def __init__(self, module: Module):
         self.module = module
         self.subst: dict[Var, object] = {}
@@ -214,7 +218,8 @@ class Mutator:
     def emit_bindings(self, bindings) -> None:
         b = self.builder
         cls = type(self)
-        copying = cls.rewrite is Mutator.rewrite and cls.value is Mutator.value
+        copying = cls.copies_op_calls or (cls.rewrite is Mutator.rewrite
+                                          and cls.value is Mutator.value)
         atom = self.atom
         for binding in bindings:
             old = binding.value

@@ -174,6 +174,8 @@ def prune(bindings: list, start: int, roots) -> None:
     # a root may be a tuple literal (a rule's partial for a tuple operand, such as a
     # pushed snapshot): the variables it is made of are what stays live
     live = {r for r in vars_used(Tuple(list(roots))) if isinstance(r, Var)}
+    if all(b.var in live for b in bindings[start:]):
+        return  # the common case: every binding emitted is a root
     keep = []
     for b in reversed(bindings[start:]):
         if b.var in live:

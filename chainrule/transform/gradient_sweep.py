@@ -54,7 +54,7 @@ def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
         reads.append(used)
         if type(v) is Call and type(v.callee) is Op and not v.callee.differentiable:
             continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
-        if has_float(b.var.type) and any(u in needs for u in used):
+        if has_float(b.var.type) and any(map(needs.__contains__, used)):
             needs.add(b.var)
     reaches = {t for t in targets if isinstance(t, Var)}
     counts: dict[Var, int] = {}
@@ -227,6 +227,7 @@ class ForwardCopy(Mutator):
     sweep: Sweep
 
     plain = 0  # > 0 while copying a closure's body as it is (no derivative)
+    copies_op_calls = True  # an op's forward value is computed as it was
 
     def rewrite(self, binding):
         sweep, v = self.sweep, binding.value

@@ -142,9 +142,7 @@ class _Transposer:
         self.copy.builder = self.b
         self.fixed: set[Var] = set()  # coefficients and parameters: never renamed
         self.named: dict[Var, Var] = {}  # a cotangent the sweep emitted -> it named <v>_ct
-
-    def wants(self, v) -> bool:
-        return v in self.lin
+        self.wants = lin.__contains__  # whether a variable takes a cotangent
 
     def coefficients(self, bindings) -> None:
         self.copy.emit_bindings([b for b in bindings if b.var not in self.lin])
