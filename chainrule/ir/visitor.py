@@ -218,13 +218,17 @@ class Mutator:
     def emit_bindings(self, bindings) -> None:
         b = self.builder
         cls = type(self)
-        copying = cls.copies_op_calls or (cls.rewrite is Mutator.rewrite
-                                          and cls.value is Mutator.value)
+        copying = (cls.copies_op_calls or (cls.rewrite is Mutator.rewrite
+                                           and cls.value is Mutator.value)
+                   ) and cls.atom is Mutator.atom
         atom = self.atom
         for binding in bindings:
             old = binding.value
             if copying and type(old) is Call and type(old.callee) is Op:
-                new = old.with_args(old.callee, [atom(a) for a in old.args])  # value(), inlined
+                # value() and atom(), inlined: most bindings are op calls
+                get = self.subst.get
+                new = old.with_args(old.callee, [get(a, a) if type(a) is Var else atom(a)
+                                                 for a in old.args])
             else:
                 new = self.rewrite(binding)
                 if new is None:
