@@ -293,7 +293,7 @@ def substitute_vars(fn: Function, sub: dict) -> Function:
             else:
                 if callee not in sub:
                     return v
-            return Call(get(callee, callee), [atom(a) for a in args], v.attrs)
+            return v.with_args(get(callee, callee), [atom(a) for a in args])
         if t is Var:
             return get(v, v)
         if t is TupleGetItem:
