@@ -68,11 +68,23 @@ class Traced(ArrayMethods):
 
     def _cr_apply(self, op: Op, args, attrs):
         tracer = self.tracer
-        for a in args:  # the common case first: every operand a value of this trace
-            if type(a) is not Traced or a.tracer is not tracer:
+        numbers = False  # the common cases first: values of this trace (and Python numbers)
+        for a in args:
+            if type(a) is Traced:
+                if a.tracer is not tracer:
+                    break
+            elif type(a) in PYTHON_SCALARS:
+                numbers = True
+            else:
                 break
         else:
             if not REBOUND and not tracer.finished:
+                if numbers:  # the 1 of 1 - z*z: typed by the arrays it meets (NEP 50)
+                    strong = [a.variable.type.dtype.numpy for a in args
+                              if type(a) is Traced and isinstance(a.variable.type, TensorType)]
+                    return tracer.emit_op(op, [a.variable if type(a) is Traced
+                                               else _scalar_constant(a, strong) for a in args],
+                                          attrs)
                 return tracer.emit_op(op, [a.variable for a in args], attrs)
         if REBOUND:  # a custom rule reading a value its function closed over
             args = tuple(_rebound(a) for a in args)
