@@ -221,21 +221,17 @@ class Mutator:
         copying = (cls.copies_op_calls or (cls.rewrite is Mutator.rewrite
                                            and cls.value is Mutator.value)
                    ) and cls.atom is Mutator.atom
-        atom = self.atom
         for binding in bindings:
             old = binding.value
             if copying and type(old) is Call and type(old.callee) is Op:
-                # value() and atom(), inlined: most bindings are op calls
-                get = self.subst.get
-                new = old.with_args(old.callee, [get(a, a) if type(a) is Var else atom(a)
-                                                 for a in old.args])
-            else:
-                new = self.rewrite(binding)
-                if new is None:
-                    continue
-                if isinstance(new, (Var, Constant)) and not isinstance(old, (Var, Constant)):
-                    self.subst[binding.var] = new
-                    continue
+                self.subst[binding.var] = self._copy_op_call(binding)
+                continue
+            new = self.rewrite(binding)
+            if new is None:
+                continue
+            if isinstance(new, (Var, Constant)) and not isinstance(old, (Var, Constant)):
+                self.subst[binding.var] = new
+                continue
             if (type(new) is Call and type(old) is Call and new.callee is old.callee
                     and type(old.callee) is Op and new.attrs is old.attrs
                     and all(type(x) is not Tuple and x.type is y.type
@@ -245,6 +241,24 @@ class Mutator:
             else:
                 var = b.emit(new, binding.var.name)
             self.subst[binding.var] = var
+
+    def _copy_op_call(self, binding: Binding) -> Var:
+        """``binding``, an op call, copied with its operands substituted (``value()`` and
+        ``atom()`` inlined: most bindings are op calls); its type is the old one when the
+        operands keep theirs."""
+        old = binding.value
+        get = self.subst.get
+        args = []
+        same_types = True
+        for a in old.args:
+            new = get(a, a) if type(a) is Var else self.atom(a)
+            if same_types and (type(new) is Tuple or new.type is not a.type):
+                same_types = False
+            args.append(new)
+        call = old.with_args(old.callee, args)
+        if same_types:
+            return self.builder.emit_typed(call, binding.var.type, binding.var.name)
+        return self.builder.emit(call, binding.var.name)
 
     def function(self, fn: Function) -> Function:
         params = [self.copy_var(p) for p in fn.params]
