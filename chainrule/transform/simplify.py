@@ -484,14 +484,20 @@ PATTERNS = {
 
 def simplify_function(fn: Function, max_sweeps: int = MAX_SWEEPS) -> Function:
     """``fn`` simplified to a fixed point (at most ``max_sweeps`` sweeps)."""
+    return simplify_settled(fn, max_sweeps)[0]
+
+
+def simplify_settled(fn: Function, max_sweeps: int = MAX_SWEEPS) -> tuple[Function, bool]:
+    """``fn`` simplified, and whether that is a fixed point (the last sweep changed
+    nothing) rather than where ``max_sweeps`` stopped."""
     for _ in range(max_sweeps):
         s = _Simplifier()
         body = s.block(fn.body)
         if body is not fn.body:
             fn = Function(fn.params, body, fn.ret_type, fn.attrs)
         if not s.changed:
-            break
-    return fn
+            return fn, True
+    return fn, False
 
 
 class Simplify(Pass):
