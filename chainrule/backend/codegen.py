@@ -10,6 +10,10 @@ module functions calls to the other generated functions. Per-op templates
 Only checked identifiers and literals formatted from plain numbers reach the
 source; constants, kernels and odd attributes live in the exec namespace.
 
+A function of more than ``codegen_split.SPLIT_BINDINGS`` bindings is written as a
+sequence of piece functions, compiled a few at a time (``codegen_split.py``):
+CPython's ``compile()`` of one huge function costs more per line and gigabytes.
+
 Memory: a backward liveness scan per block puts ``del`` after each last use,
 and an elementwise op whose operand dies there and was allocated by this
 function (never a parameter, constant or view) writes its result into that
@@ -42,8 +46,6 @@ from __future__ import annotations
 
 import itertools
 import keyword
-import linecache
-import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -71,7 +73,7 @@ from ..ir.types import TensorType
 from ..ir.visitor import atoms_of, free_vars, vars_used
 from ..ops.indexing import advanced
 from ..ops.templates import OpEmit, int_literal, literal
-from .codegen_split import exec_in_chunks, piece_bounds, write_split
+from .codegen_split import exec_generated, piece_bounds, write_split
 from .execution import KERNEL_ERRORS, Liveness, coerce_args, kernel_error
 from .identifiers import RESERVED, UniqueNames, safe_identifier
 
@@ -496,17 +498,6 @@ class _ModuleCodegen:
         # source line numbers (1-based, after the header) of the op bindings
         self.locations = {k + 1 + len(header): where for k, where in self.locations.items()}
         return "\n".join(header + self.lines[:-1]) + "\n"
-
-
-def exec_generated(owner, source: str, filename: str, namespace: dict, hint: str = "") -> None:
-    """Compile generated ``source`` as ``filename`` and run it in ``namespace``; its lines
-    show in tracebacks for as long as ``owner`` lives."""
-    try:
-        exec_in_chunks(source, filename, namespace)  # very large modules: piece by piece
-    except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
-        raise CodegenError(f"the generated code does not compile ({exc}){hint}") from None
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    weakref.finalize(owner, linecache.cache.pop, filename, None)
 
 
 class CompiledModule:

@@ -36,7 +36,11 @@ tracebacks and the binding named by a failing line are those of the whole text.
 
 from __future__ import annotations
 
+import linecache
+import weakref
 from types import CodeType
+
+from ..errors import CodegenError
 
 SPLIT_BINDINGS = 2000  # functions with more top-level bindings are split
 PIECE_BINDINGS = 500  # bindings per piece
@@ -107,6 +111,17 @@ def write_split(gen, fname: str, fn, pieces: list[str], live: str) -> None:
                 part = ", ".join(f"{v}={v}" for v in later[k:k + 8])
                 gen.out(1, f"{live}.update({part})")
         gen.out(0, "")
+
+
+def exec_generated(owner, source: str, filename: str, namespace: dict, hint: str = "") -> None:
+    """Compile generated ``source`` as ``filename`` and run it in ``namespace``; its lines
+    show in tracebacks for as long as ``owner`` lives."""
+    try:
+        exec_in_chunks(source, filename, namespace)  # very large modules: piece by piece
+    except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
+        raise CodegenError(f"the generated code does not compile ({exc}){hint}") from None
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    weakref.finalize(owner, linecache.cache.pop, filename, None)
 
 
 def exec_in_chunks(source: str, filename: str, namespace: dict) -> None:
