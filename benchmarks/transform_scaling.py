@@ -107,7 +107,20 @@ def _first_grad_here(n: int, eager: bool) -> None:
     start, cpu = time.perf_counter(), time.process_time()
     g(x, y)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    print(seconds, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    print(seconds, cpu, _peak_rss_mb())
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak RSS (VmHWM: ru_maxrss survives exec on Linux, so a child
+    started by a large parent would report the parent's peak)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class Inputs:
