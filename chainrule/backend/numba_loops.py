@@ -11,8 +11,9 @@ the disk cache of the region kernels; the NumPy code answers meanwhile).
 
 The numba forms: elementwise ops are NumPy array expressions (numba fuses each
 statement's into one loop) from ``numba_source.SCALAR``'s templates that are
-also array expressions, in float64; ``matmul`` is ``np.dot`` on contiguous
-arrays (transposes are copied once to be contiguous); ``sum`` of a whole
+also array expressions, in float64 (exp, log, tanh, ... are ``numba_vecmath``'s
+ufuncs, ``vm.tanh``: vector code in the fused loop); ``matmul`` is ``np.dot`` on contiguous
+arrays (a transpose is a view in F order, which BLAS reads transposed); ``sum`` of a whole
 array; ``zeros``. Values are flattened into numba variables: a tuple is its
 fields, a stack is a buffer ``(capacity, *elem shape)`` with a count, grown by
 doubling (so preallocated in effect, whether the trip count is known or not).
@@ -43,7 +44,7 @@ def main(a0, a1):
         v2 = v0 < a1
         if not v2:
             break
-        v3 = np.tanh(v1)
+        v3 = vm.tanh(v1)
         v4 = v0 + 1
         v0, v1 = v4, v3
     return (v1,)
@@ -60,7 +61,7 @@ import numpy as np
 from ..ir.nodes import Call, Constant, Function, If, Module, Tuple, TupleGetItem, Var, While
 from ..ir.op import Op
 from ..ir.types import ListType, TensorType, TupleType
-from .numba_source import _NB_NAME, KINDS, NP_NAME, SCALAR
+from .numba_source import _NB_NAME, KINDS, NP_NAME, SCALAR, VECMATH
 
 SCALAR_KINDS = ("f64", "i64", "bool")  # scalars whose promotions numba and NumPy share
 
@@ -74,6 +75,7 @@ ARRAY = {name: t for name, t in SCALAR.items()
          if "math." not in t and "bool(" not in t and not t.startswith(("sigmoid", "where",
                                                                         "heaviside", "xlog"))
          and name not in ("astype", "broadcast_to", "logical_not")}
+ARRAY.update(VECMATH)  # ufuncs: numba fuses them into a statement's loop, vectorized
 
 HELPERS = '''\
 @numba.njit(cache=True, nogil=True)
@@ -272,7 +274,8 @@ class _Writer:
         elif name == "permute_dims":
             if v.args[0].type.ndim != 2 or tuple(v.attrs.get("axes")) != (1, 0):
                 raise Refused("permute_dims other than a 2-D transpose")
-            self.out(depth, f"{target} = np.ascontiguousarray({args[0]}.T)")
+            # a view (F order), which np.dot reads as a transposed operand: no copy
+            self.out(depth, f"{target} = np.ascontiguousarray({args[0]}).T")
         elif name == "sum" and v.attrs.get("axis") is None and not v.attrs.get("keepdims"):
             self._float(var, v)
             self.out(depth, f"{target} = np.sum({args[0]})")
