@@ -77,6 +77,15 @@ ARRAY = {name: t for name, t in SCALAR.items()
          and name not in ("astype", "broadcast_to", "logical_not")}
 ARRAY.update(VECMATH)  # ufuncs: numba fuses them into a statement's loop, vectorized
 
+RECOMPUTE_USES = 3  # an arithmetic expression read this many times is not stored
+_MAX_RECOMPUTE = 80  # characters of such an expression (its size grows with each reuse)
+
+
+def _arithmetic(text: str) -> bool:
+    """Whether an array expression is cheap arithmetic (no function call: ``np.``, ``vm.``)."""
+    return len(text) <= _MAX_RECOMPUTE and "np." not in text and "vm." not in text
+
+
 HELPERS = '''\
 @numba.njit(cache=True, nogil=True)
 def stack_push(buf, n, x):
@@ -89,9 +98,9 @@ def stack_push(buf, n, x):
 
 
 @numba.njit(cache=True, nogil=True)
-def stack_top_or_zero(buf, n):
+def stack_top_or_zero(buf, n):  # a view, as stack_pop's (copied where it must be)
     if n > 0:
-        return buf[n - 1].copy()
+        return buf[n - 1]
     return np.zeros(buf.shape[1:], buf.dtype)
 '''
 
@@ -256,12 +265,13 @@ class _Writer:
         elif name in ("stack_pop", "stack_pop_or_zero"):
             _, buf, n = self.consume(args[0])
             count = self.fresh()
-            if name == "stack_pop":  # a copy: a later push onto the rest reuses the slot
-                copy = self.copy_pops and rt.fields[0].shape
-                self.out(depth, f"{target} = {buf}[{n} - 1]" + (".copy()" if copy else ""))
+            # a copy where a later push onto the rest could reuse the slot
+            copy = ".copy()" if self.copy_pops and rt.fields[0].shape else ""
+            if name == "stack_pop":
+                self.out(depth, f"{target} = {buf}[{n} - 1]{copy}")
                 self.out(depth, f"{count} = {n} - 1")
             else:
-                self.out(depth, f"{target} = stack_top_or_zero({buf}, {n})")
+                self.out(depth, f"{target} = stack_top_or_zero({buf}, {n}){copy}")
                 self.out(depth, f"{count} = max({n} - 1, 0)")
             self.where[var] = [target, ("S", buf, count)]
         elif name == "stack_nonempty":
@@ -290,9 +300,12 @@ class _Writer:
                 raise Refused(f"{name} giving a {rt}")
             zero, one = ("0.0", "1.0") if str(rt.dtype).startswith("f") else ("0", "1")
             text = ARRAY[name].format(*args, zero=zero, one=one)
-            if rt.shape and self.users.get(var) == [(self.block_id, True)]:
-                # read once by an array expression of this block: one expression, which
-                # numba fuses into one loop (no temporary array)
+            users = self.users.get(var, [])
+            if rt.shape and users and all(u == (self.block_id, True) for u in users) and (
+                    len(users) == 1 or len(users) <= RECOMPUTE_USES and _arithmetic(text)):
+                # read by array expressions of this block only: part of each, which numba
+                # fuses into one loop (no temporary array); arithmetic read by a few is
+                # computed again in each (an array's pass through memory costs more)
                 self.where[var] = f"({text})"
                 self.count -= 1
             else:
