@@ -15,10 +15,14 @@ unrolled loop, identical but for their variables' names, share one kernel.
 Scalar semantics follow NumPy's ufuncs: operands are cast to the result dtype
 first (as a ufunc's loop does), ``maximum``/``minimum`` propagate NaN,
 division by zero gives inf/nan (numba's ``error_model="numpy"``). Arithmetic
-is bit for bit NumPy's; transcendental functions come from the C library
-instead of NumPy's own loops and reductions add sequentially instead of
-pairwise, within 1e-12 relative in float64 (``tests/test_fusion_numba.py``
-checks every elementwise op of the registry).
+is bit for bit NumPy's; float64 exp, expm1, log, log1p, tanh and sigmoid are
+``numba_vecmath``'s (``vm.tanh``: arithmetic LLVM vectorizes, within 1 to 3 ulp
+of NumPy), other transcendental functions come from the C library, and
+reductions add sequentially instead of pairwise: within 1e-12 relative in
+float64 (``tests/test_fusion_numba.py`` checks every elementwise op of the
+registry). Array parameters are read in C order (``np.ascontiguousarray``, a
+view unless the caller passed a strided one): numba's loops over arrays of
+unknown layout do not vectorize.
 
 An op without a scalar form here is in ``UNFUSABLE`` with the reason; a region
 containing one (or complex, float16 or symbolic shapes) raises ``Unfusable``
