@@ -13,7 +13,9 @@ Each is a NumPy ufunc made by ``numba.vectorize``: called on a scalar inside a
 kernel it is inlined into the loop; inside an array expression numba fuses it with
 the other operations of the statement. Kernels call them on float64 only
 (``numba_source.VECMATH``): float32 keeps the C library's ``tanhf`` (and NumPy's
-SIMD float32 loops for large regions, ``numba_source.FLOAT32_SIMD``).
+SIMD float32 loops for large regions, ``numba_source.FLOAT32_SIMD``), since float32
+through these in float64 measured even with NumPy's SIMD ``tanh`` (160 against 168 us
+on 256x256, 3.7 against 3.4 us on 16x64).
 
 Accuracy against NumPy (glibc's libm, itself within 1 ulp of the exact result),
 tested densely in ``tests/test_numba_vecmath.py``: ``ULP_BOUND[name]`` ulp in
@@ -23,10 +25,11 @@ The algorithms (the classic ones of Cephes / fdlibm):
 
 - ``exp(x) = 2**k * exp(r)``, ``k = round(x / ln 2)``, ``r = x - k ln 2`` in two
   parts (Cody and Waite), ``|r| <= ln(2)/2``; ``expm1(r)`` is its Taylor polynomial
-  to degree 13 (truncation below 2**-60 relative), and ``2**k`` is two factors
+  to degree 13 (truncation below 2**-56 relative), and ``2**k`` is two factors
   ``2**k1 * 2**k2`` built from exponent bits, so that results down to the smallest
   subnormal and up to the largest double round once;
-- ``expm1(x) = 2**k * expm1(r) + (2**k - 1)`` (both terms exact, one rounding);
+- ``expm1(x) = 2**k * expm1(r) + (2**k - 1)`` (both terms exact up to k = 53, one
+  rounding), ``2**k * exp(r)`` above x = 39;
 - ``log(x) = k ln 2 + log1p(f)``, ``1 + f`` the mantissa scaled into
   ``[sqrt(1/2), sqrt(2))``, ``log1p(f)`` by fdlibm's ``s = f / (2 + f)`` series;
 - ``log1p(x) = log(u) + e / u`` where ``u + e = 1 + x`` exactly (Knuth's two-sum);
