@@ -1,10 +1,7 @@
-"""Long bodies are parsed in slices, their one-op-call lines without ``ast``
-(``ir/text_slices.py`` ``SimpleCall``): the same module as the ``ast`` path, and the
-same errors, at the same line and column."""
+"""Long bodies are parsed in slices (``ir/text_slices.py``): the same module as one
+``ast.parse`` of the whole text, and the same errors, at the same line and column."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 
@@ -19,13 +16,13 @@ def small_slices(monkeypatch):
     monkeypatch.setattr(text_slices, "MIN_SLICED_LINES", 20)
 
 
-def without_fast_path(fn, *args):
-    saved = text_slices._SIMPLE
-    text_slices._SIMPLE = re.compile("(?!)")  # never matches: every line through ast
+def unsliced(fn, *args):
+    saved = text_slices.MIN_SLICED_LINES
+    text_slices.MIN_SLICED_LINES = 10**9  # one ast.parse of the whole text
     try:
         return fn(*args)
     finally:
-        text_slices._SIMPLE = saved
+        text_slices.MIN_SLICED_LINES = saved
 
 
 def program(groups: int, strings_every: int = 0) -> str:
@@ -65,24 +62,13 @@ def program(groups: int, strings_every: int = 0) -> str:
 
 
 @pytest.mark.parametrize("strings_every", [0, 3])
-def test_same_module_as_the_ast_path(small_slices, strings_every):
+def test_same_module_as_the_whole_text_parse(small_slices, strings_every):
     text = program(12, strings_every)
     fast = cr.parse(text)
-    slow = without_fast_path(cr.parse, text)
+    slow = unsliced(cr.parse, text)
     assert cr.structural_equal(fast, slow)
     assert str(fast) == str(slow)
     cr.verify(fast)
-
-
-def test_simple_calls_are_read_without_ast():
-    lines = ["    a = add(b, 1.0)", "    a = add(b, -1e-05)", "    a = f()", "    a = add(b, inf)",
-             "    a = add(b, 01)", "    a = add(b, c, axis=1)", "  a = add(b)", "    a = if(b)",
-             "    a = add(b, True)"]
-    got = [text_slices._simple_call(line, "    ", 3) for line in lines]
-    assert [(s.target, s.func, s.args) for s in got[:3]] == [
-        ("a", "add", ["b", 1.0]), ("a", "add", ["b", -1e-05]), ("a", "f", [])]
-    assert got[3:] == [None] * 6  # bare constants, not Python, keywords, other indents
-    assert got[0].as_ast().lineno == 3 and got[0].as_ast().col_offset == 4
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -102,13 +88,13 @@ def test_same_errors_at_the_same_place(small_slices, bad, message):
     with pytest.raises(ParseError, match=message) as fast:
         cr.parse(text)
     with pytest.raises(ParseError) as slow:
-        without_fast_path(cr.parse, text)
+        unsliced(cr.parse, text)
     assert str(fast.value) == str(slow.value)
     if "syntax" not in message:
         assert str(fast.value).startswith(f"line {at + 1}:")
 
 
-def test_a_simple_call_before_a_loop_is_its_initialisation(small_slices):
+def test_a_call_before_a_loop_is_its_initialisation(small_slices):
     lines = program(12).split("\n")
     at = lines.index("    a4 = minimum(y3,")
     lines[at:at] = ["    i0 = add(n, 1)", "    while True:", "        more = less(i0, 3)",
@@ -118,5 +104,5 @@ def test_a_simple_call_before_a_loop_is_its_initialisation(small_slices):
     with pytest.raises(ParseError) as fast:
         cr.parse(text)
     with pytest.raises(ParseError) as slow:
-        without_fast_path(cr.parse, text)
+        unsliced(cr.parse, text)
     assert str(fast.value) == str(slow.value)

@@ -18,8 +18,6 @@ import contextlib
 import gc
 import warnings
 
-import numpy as np
-
 from ..errors import ChainruleError, ParseError
 from .builder import Builder
 from .collector import collector_paused
@@ -30,13 +28,7 @@ from .op import OPS
 from .parser_literals import _err, _literal_number, parse_attr, parse_constant, parse_type
 from .printer import reserved_names
 from .symbols import SHAPE_ATTRS
-from .text_slices import (
-    SimpleCall,
-    SliceSyntaxError,
-    SplitModule,
-    StatementStream,
-    split_module,
-)
+from .text_slices import SliceSyntaxError, SplitModule, StatementStream, split_module
 from .types import DTYPES, FuncType, TupleType
 
 SPECIAL_PARSE = {}  # reserved for ops whose text form is not a plain call
@@ -171,9 +163,7 @@ class _FunctionParser:
                 self.statement(stmt)
 
     def statement(self, s):
-        if type(s) is SimpleCall:
-            self.simple_call(s)
-        elif isinstance(s, ast.Assign):
+        if isinstance(s, ast.Assign):
             if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
                 raise _err(s, "assign to one name per line")
             self.emit(s, s.targets[0], self.value(s.value))
@@ -195,35 +185,6 @@ class _FunctionParser:
             raise _err(s, "a while loop must follow the assignment of its loop variables")
         else:
             raise _err(s, f"unsupported statement {type(s).__name__} in the text format")
-
-    def simple_call(self, s: SimpleCall) -> None:
-        """``target = op(names and numbers)`` read without ``ast`` (``text_slices``): the
-        binding ``statement`` would make of it; anything wrong, and ``statement`` parses
-        the line after all and reports it."""
-        op, args = OPS.get(s.func), []
-        for a in s.args:
-            t = type(a)
-            if t is str:
-                a = next((scope[a] for scope in reversed(self.scopes) if a in scope),
-                         self.mp.constants.get(a))
-            elif t is float:
-                a = Constant(np.float64(a))
-            elif -2**63 <= a < 2**63:
-                a = Constant(np.int64(a))
-            else:
-                a = None
-            if a is None:
-                break
-            args.append(a)
-        else:
-            if op is not None and s.func not in DTYPES:
-                try:
-                    var = self.b.emit(Call(op, args, {}), s.target)
-                    self.define(s, s.target, var)
-                    return
-                except ChainruleError:
-                    pass
-        self.statement(s.as_ast())
 
     def _branch(self, stmts, node):
         if not stmts:
@@ -252,8 +213,6 @@ class _FunctionParser:
 
     def while_loop(self, stmts: StatementStream):
         init, loop = stmts.pop(), stmts.pop()
-        if type(init) is SimpleCall:
-            init = init.as_ast()
         if not (isinstance(init, ast.Assign) and len(init.targets) == 1):
             raise _err(loop, "a while loop follows `loop_vars = initial values`")
         names = _target_names(init.targets[0])

@@ -5,15 +5,9 @@ One ``ast.parse`` of a 100,000-binding module holds every node of every statemen
 cut at the top-level statement boundaries of each long function body, and each slice
 is parsed when the parser reaches it.
 
-Each slice is parsed where it stands: its nodes carry the line and column a whole-text
-parse would give them, so error messages need no translation.
-
-Most lines of a long body are one op call on variables and numbers,
-``lv7 = multiply(lv6, 2.0)``, and ``ast`` spends most of the parse on them. A slice
-without strings, comments or backslashes (so that only brackets continue a line, and
-they are counted) reads such a line at the body's indentation as a ``SimpleCall``
-without ``ast``; the parser builds the same binding from it, and parses the line with
-``ast`` after all (``SimpleCall.as_ast``) to report anything wrong with it. A cut never
+Each slice is parsed where it stands: preceded by as many newlines as lines before it
+(and by ``if 1:`` so an indented body parses), so every node keeps the line and column
+a whole-text parse would give it and error messages need no translation. A cut never
 changes what parses: a wrong cut (inside brackets, a string, a continued line, between
 an ``if`` and its ``else`` or a decorator and its ``def``) leaves a slice that is not
 valid Python, and any syntax error makes the caller parse the whole text instead, so
@@ -24,14 +18,12 @@ syntax errors read as they always did.
 >>> [type(s).__name__ for s in split.items[0].body]
 ['Pass']
 >>> [type(s).__name__ for s in split.bodies[split.items[0]].statements()]
-['SimpleCall', 'Return']
+['Assign', 'Return']
 """
 
 from __future__ import annotations
 
 import ast
-import keyword
-import re
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -46,92 +38,16 @@ class SliceSyntaxError(Exception):
     """A slice is not valid Python: parse the whole text instead."""
 
 
-def _parse_at(lines: list[str], start: int, stop: int, indented: bool) -> list:
-    """The statements of ``lines[start:stop]`` with their line numbers in the whole text
-    (in an indented body, simple op calls as ``SimpleCall``)."""
-    text = "\n".join(lines[start:stop])
-    if indented and not any(c in text for c in "'\"#\\"):
-        return _parse_with_simple_calls(lines, start, stop)
+def _parse_at(lines: list[str], start: int, stop: int, indented: bool) -> list[ast.stmt]:
+    """The statements of ``lines[start:stop]`` with their line numbers in the whole text."""
     pad = "\n" * (start - 1) + "if 1:\n" if indented else "\n" * start
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # as the whole-text parse: SyntaxWarnings
-            tree = ast.parse(pad + text + "\n")
+            tree = ast.parse(pad + "\n".join(lines[start:stop]) + "\n")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise SliceSyntaxError from None
     return tree.body[0].body if indented else tree.body
-
-
-_NAME = r"[A-Za-z_]\w*"
-_NUMBER = r"-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|[1-9]\d*|0)"
-_ARG = f"(?:{_NAME}|{_NUMBER})"
-_SIMPLE = re.compile(f"( +)({_NAME}) = ({_NAME})\\(((?:{_ARG}(?:, {_ARG})*)?)\\)")
-_NOT_NAMES = frozenset(keyword.kwlist) | {"inf", "nan"}  # keywords; constants written bare
-
-
-class SimpleCall:
-    """``target = func(arg, ...)`` on one line, each argument a name or a number
-    (``int`` or ``float``), read without ``ast``; ``lineno`` and ``col_offset`` as its
-    ``ast`` node would have them."""
-
-    __slots__ = ("target", "func", "args", "lineno", "col_offset", "line")
-
-    def __init__(self, target, func, args, lineno, col_offset, line):
-        self.target, self.func, self.args = target, func, args
-        self.lineno, self.col_offset, self.line = lineno, col_offset, line
-
-    def as_ast(self) -> ast.stmt:
-        """The line parsed by ``ast`` (to report what is wrong with it as usual)."""
-        return _parse_run([self.line], self.lineno - 1)[0]
-
-
-def _simple_call(line: str, indent: str, lineno: int) -> SimpleCall | None:
-    m = _SIMPLE.fullmatch(line)
-    if m is None or m[1] != indent:
-        return None
-    args = m[4].split(", ") if m[4] else []
-    if m[2] in _NOT_NAMES or m[3] in _NOT_NAMES or any(a in _NOT_NAMES for a in args):
-        return None
-    values = [a if a[0].isalpha() or a[0] == "_" else
-              float(a) if "." in a or "e" in a or "E" in a else int(a) for a in args]
-    return SimpleCall(m[2], m[3], values, lineno, len(indent), line)
-
-
-def _parse_run(lines: list[str], first: int) -> list[ast.stmt]:
-    """The statements of indented ``lines`` whose first is line ``first`` (0-based)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse("if 1:\n" + "\n".join(lines) + "\n")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        raise SliceSyntaxError from None
-    stmts = tree.body[0].body
-    for st in stmts:
-        ast.increment_lineno(st, first - 1)  # line 2 of the parsed text is line first + 1
-    return stmts
-
-
-def _parse_with_simple_calls(lines: list[str], start: int, stop: int) -> list:
-    """``_parse_at`` of an indented slice free of strings, comments and backslashes."""
-    indent = next((line[:len(line) - len(line.lstrip())] for line in lines[start:stop]
-                   if line.strip()), "")
-    out: list = []
-    run = start  # the first line not yet parsed
-    depth = 0  # brackets open at the start of line i
-    for i in range(start, stop):
-        line = lines[i]
-        simple = _simple_call(line, indent, i + 1) if depth == 0 else None
-        if simple is None:
-            depth += (line.count("(") + line.count("[") + line.count("{")
-                      - line.count(")") - line.count("]") - line.count("}"))
-            continue
-        if any(lines[k].strip() for k in range(run, i)):
-            out += _parse_run(lines[run:i], run)
-        out.append(simple)
-        run = i + 1
-    if any(lines[k].strip() for k in range(run, stop)):
-        out += _parse_run(lines[run:stop], run)
-    return out
 
 
 class SlicedBody:
