@@ -378,11 +378,16 @@ def hvp(f, primals, tangents, eager_compile: bool | None = None):
     exact, t_exact = fast_key(primals), fast_key(tangents)
     if (exact is not None and t_exact is not None and t_exact[0] == exact[0]
             and plan.exact_for(exact[1])):
-        per_f[_EXACT, exact[0]] = plan  # later calls with these types: _hvp_exact
+        try:
+            _HVP_EXACT.setdefault(f, {})[exact[0]] = plan  # later calls of these types
+        except TypeError:  # not weakly referenceable: no cache
+            pass
     return result
 
 
-_EXACT = object()  # marks the keys of plans for arguments of exactly their types
+# f -> {fast_key of primals: plan}: the compiled plans whose arguments of exactly their
+# types may skip the general path (``_hvp_exact``); entries go with f
+_HVP_EXACT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _hvp_exact(f, primals: tuple, tangents: tuple):
@@ -391,7 +396,7 @@ def _hvp_exact(f, primals: tuple, tangents: tuple):
     exactly its parameters' types, with tangents of the same shapes and dtypes (what
     the general path checks, keyed by ``fast_key``). None otherwise: the general path."""
     try:
-        per_f = _HVP_CACHE.get(f)
+        per_f = _HVP_EXACT.get(f)
     except TypeError:  # not weakly referenceable: no cache
         return None
     if not per_f:
@@ -399,7 +404,7 @@ def _hvp_exact(f, primals: tuple, tangents: tuple):
     key = fast_key(primals)
     if key is None:
         return None
-    plan = per_f.get((_EXACT, key[0]))
+    plan = per_f.get(key[0])
     if plan is None:
         return None
     t_key = fast_key(tangents)
@@ -408,7 +413,7 @@ def _hvp_exact(f, primals: tuple, tangents: tuple):
     try:
         return plan.run_exact(key[1], t_key[1])
     except Stale:  # traced again by the general path
-        del per_f[_EXACT, key[0]]
+        del per_f[key[0]]
         return None
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.api_forward import _EXACT, _HVP_CACHE
+from chainrule.api_forward import _HVP_EXACT
 from chainrule.errors import ChainruleError
 
 RNG = np.random.default_rng(3)
@@ -23,7 +23,7 @@ def _loss(ps):
 
 
 def _exact_plans(f):
-    return [k for k in _HVP_CACHE.get(f, {}) if isinstance(k, tuple) and k[0] is _EXACT]
+    return list(_HVP_EXACT.get(f, {}))
 
 
 def _general(f, primals, tangents):
@@ -101,3 +101,16 @@ def test_exact_calls_of_integer_and_float_leaves(dtype):
         got = cr.hvp(f, (w, idx), (tw, np.zeros(3, np.int64)), eager_compile=True)
         assert got.dtype == dtype and np.array_equal(got, want)
     assert _exact_plans(f)
+
+
+def test_a_function_without_weak_references_is_not_cached():
+    class Loss:
+        __slots__ = ()
+
+        def __call__(self, w):
+            return cnp.sum(w ** 3)
+
+    f = Loss()
+    w, v = np.arange(3.0), np.ones(3)
+    for _ in range(20):
+        np.testing.assert_array_equal(cr.hvp(f, (w,), (v,), eager_compile=True), 6 * w)
