@@ -132,8 +132,8 @@ def own(tree, inputs=()):
 
 
 def _own_tuple(tree: tuple, memory, seen: set) -> tuple:
-    return tuple(_own_tuple(x, memory, seen) if type(x) is tuple
-                 else _own_leaf(x, memory, seen) for x in tree)
+    return tuple([_own_tuple(x, memory, seen) if type(x) is tuple
+                  else _own_leaf(x, memory, seen) for x in tree])
 
 
 def _own_leaf(x, memory, seen: set):
@@ -166,18 +166,21 @@ class _InputMemory:
     __slots__ = ("owners", "odd", "arrays")
 
     def __init__(self, inputs):
-        self.arrays = [x for x in _array_leaves(inputs) if x.size]
-        self.owners: set[int] = set()
-        self.odd: list = []  # inputs whose memory has no owning array we can name
-        for x in self.arrays:
+        self.arrays = arrays = []
+        _array_leaves(inputs, arrays)
+        self.owners = owners = set()
+        self.odd = odd = []  # inputs whose memory has no owning array we can name
+        for x in arrays:
             base = x.base
-            if base is None and x.flags.owndata:
-                self.owners.add(id(x))
+            if base is None:
+                if x.flags.owndata:
+                    owners.add(id(x))
+                    continue
             elif type(base) is np.ndarray and base.base is None and base.flags.owndata:
-                self.owners.add(id(x))
-                self.owners.add(id(base))
-            else:
-                self.odd.append(x)
+                owners.add(id(x))
+                owners.add(id(base))
+                continue
+            odd.append(x)
 
     def shared(self, x: np.ndarray, owndata: bool) -> bool:
         if owndata and x.base is None:
@@ -187,18 +190,22 @@ class _InputMemory:
         return any(np.may_share_memory(x, g) for g in self.arrays)
 
 
-def _array_leaves(tree) -> list:
-    """The NumPy arrays among the leaves of ``tree`` (plain tuples and lists walked
-    directly: the arguments of a call)."""
+def _array_leaves(tree, out: list) -> None:
+    """Append to ``out`` the non-empty NumPy arrays among the leaves of ``tree`` (plain
+    tuples and lists walked directly: the arguments of a call)."""
     t = type(tree)
-    if isinstance(tree, np.ndarray):
-        return [tree]
     if t is tuple or t is list:
-        out = []
         for x in tree:
-            out.extend(_array_leaves(x))
-        return out
-    return [x for x in flatten(tree)[0] if isinstance(x, np.ndarray)]
+            if type(x) is np.ndarray:
+                if x.size:
+                    out.append(x)
+            else:
+                _array_leaves(x, out)
+    elif isinstance(tree, np.ndarray):
+        if tree.size:
+            out.append(tree)
+    else:
+        out.extend(x for x in flatten(tree)[0] if isinstance(x, np.ndarray) and x.size)
 
 
 # -- static arguments ---------------------------------------------------------------------
