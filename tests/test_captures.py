@@ -187,3 +187,49 @@ def test_reverse_mode_stops_at_ops_without_derivative():
     x = np.array([1.5, 2.5])
     np.testing.assert_allclose(cr.grad(f)(x), st.gamma.pdf(x, [2.0, 3.0]), rtol=1e-12)
     np.testing.assert_allclose(cr.jacfwd(f)(x), st.gamma.pdf(x, [2.0, 3.0]), rtol=1e-12)
+
+
+# -- a boolean mask the function reads from outside its arguments ---------------------------
+def _mask_expected(kind, m, x):
+    """The transforms of f(x) = sum(x[:, m] ** 2) at x (3x4), as NumPy computes them."""
+    d = np.where(m, 2 * x, 0.0)
+    dd = np.where(m, 2.0, 0.0) * np.ones_like(x)
+    return {"grad": d, "value_and_grad": d, "vjp": d, "jit": np.sum(x[:, m] ** 2), "hvp": dd,
+            "jvp": np.sum(d), "hessian": np.diag(dd.ravel()).reshape(3, 4, 3, 4)}[kind]
+
+
+@pytest.mark.parametrize("kind", sorted(TRANSFORMS))
+def test_captured_boolean_mask_indexes_and_is_guarded_by_value(kind):
+    """``x[:, m]`` with a mask read through a closure: its True positions are baked in
+    (as for a mask written inline, and as JAX treats a captured NumPy array), and its
+    value is guarded: changed in place or rebound, the function is traced again."""
+    m = np.array([True, False, True, True])
+    f = TRANSFORMS[kind](lambda x: cnp.sum(x[:, m] ** 2))
+    x = np.arange(12.0).reshape(3, 4) / 7
+    for _ in range(2):
+        np.testing.assert_allclose(f(x), _mask_expected(kind, m, x), rtol=1e-12)
+    m[0] = False  # in place
+    np.testing.assert_allclose(f(x), _mask_expected(kind, m, x), rtol=1e-12)
+    m = np.array([False, True, True, False])  # rebound: a new array in the closure cell
+    np.testing.assert_allclose(f(x), _mask_expected(kind, m, x), rtol=1e-12)
+
+
+def test_captured_boolean_mask_in_updates_and_nested_transforms():
+    m = np.array([False, True, False, True])
+    x = np.linspace(-1.0, 1.0, 4)
+    clear = cr.grad(lambda x: cnp.sum(x.at[m].set(0.0) ** 3))
+    np.testing.assert_allclose(clear(x), np.where(m, 0.0, 3 * x ** 2), rtol=1e-12)
+    m[0] = True
+    np.testing.assert_allclose(clear(x), np.where(m, 0.0, 3 * x ** 2), rtol=1e-12)
+    # order 3 in a scale s: d^3/ds^3 sum((s x)[m] ** 3) = 6 sum(x[m] ** 3)
+    third = cr.grad(cr.grad(cr.grad(lambda s: cnp.sum((s * x)[m] ** 3))))
+    np.testing.assert_allclose(third(1.0), 6 * np.sum(x[m] ** 3), rtol=1e-12)
+    m[:] = [False, False, True, True]
+    np.testing.assert_allclose(third(1.0), 6 * np.sum(x[m] ** 3), rtol=1e-12)
+
+
+def test_a_traced_boolean_mask_is_still_refused():
+    from chainrule.errors import TypeInferenceError
+
+    with pytest.raises(TypeInferenceError, match="depends on the data"):
+        cr.grad(lambda x: cnp.sum(x[x > 0]))(np.ones(3))

@@ -144,6 +144,9 @@ class Trace:
         # ``sources`` maps id(array) -> where it was found (frontend.capture)
         self.sources = None
         self.captured: dict[int, tuple] = {}  # id(array) -> (array, its parameter)
+        # captured arrays whose value the program bakes in (boolean masks used as an
+        # index): id(array) -> (path, the value seen); a guard compares it at every call
+        self.pinned: dict[int, tuple] = {}
 
     def __enter__(self) -> Trace:
         self.level = len(_TRACE_STACK)
@@ -222,6 +225,21 @@ class Trace:
             hit = self.captured[id(x)] = (x, Var(path.name_hint(),
                                                  TensorType(x.shape, DType(x.dtype))))
         return hit[1]
+
+    def captured_mask(self, var) -> np.ndarray | None:
+        """The value of the boolean array whose hidden input is ``var``, or None when
+        ``var`` is not one. Indexing with a mask gives a shape that depends on its
+        values, so the program bakes in its True positions (as for a mask written
+        inline) and every trace that found the array guards its value: when it
+        changes, the function is traced again."""
+        for x, p in self.captured.values():
+            if p is var and x.dtype == np.bool_:
+                holders = [t for t in _TRACE_STACK
+                           if t.sources is not None and id(x) in t.sources.arrays]
+                for t in holders:
+                    t.pinned[id(x)] = (t.sources.arrays[id(x)], x.copy())
+                return x if holders else None
+        return None
 
     def _lift(self, x: Traced) -> Var:
         if x.variable not in self.lifted:

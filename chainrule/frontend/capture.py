@@ -328,11 +328,12 @@ class Guards:
     """What a compiled specialization assumed about the function's surroundings:
     its hidden inputs, and the Python numbers it baked in."""
 
-    __slots__ = ("captures", "numbers")
+    __slots__ = ("captures", "numbers", "pinned")
 
-    def __init__(self, captures=(), numbers=()):
+    def __init__(self, captures=(), numbers=(), pinned=()):
         self.captures = list(captures)
         self.numbers = list(numbers)
+        self.pinned = list(pinned)  # (path, array): arrays whose values were baked in
 
     def inputs(self) -> list:
         """The current hidden inputs; raises ``Stale`` when a guard fails."""
@@ -341,12 +342,18 @@ class Guards:
                 now = path.fetch()
                 if type(now) is not type(value) or not _same_number(now, value):
                     raise Stale(f"{path.describe()} changed from {value!r} to {now!r}")
+            for path, value in self.pinned:
+                now = path.fetch()
+                if type(now) is not np.ndarray or now.shape != value.shape or (
+                        now.dtype != value.dtype) or not np.array_equal(now, value):
+                    raise Stale(f"{path.describe()} (a boolean mask used as an index) "
+                                f"changed")
             return [c.current() for c in self.captures]
         except _Missing as exc:
             raise Stale(f"{exc} is no longer an array of the same shape and dtype") from None
 
     def __bool__(self) -> bool:
-        return bool(self.captures or self.numbers)
+        return bool(self.captures or self.numbers or self.pinned)
 
 
 def _same_number(a, b) -> bool:

@@ -271,10 +271,19 @@ def _key_entry(k, arrays):
         return Slice(*(None if v is None else int(v) for v in (k.start, k.stop, k.step)))
     if not is_dispatched(k):
         k = np.asarray(k)
-        if k.dtype == bool:
-            return [_key_entry(nz, arrays) for nz in np.nonzero(k)]
+    elif (mask := _captured_mask(k)) is not None:
+        k = mask
+    if isinstance(k, np.ndarray) and k.dtype == bool:
+        return [_key_entry(nz, arrays) for nz in np.nonzero(k)]
     arrays.append(k)
     return ArrayIndex(len(arrays) - 1)
+
+
+def _captured_mask(k) -> np.ndarray | None:
+    """The value of a traced boolean index that is an array the function reads from
+    outside its arguments (guarded by the trace: ``Trace.captured_mask``), else None."""
+    find = getattr(getattr(k, "tracer", None), "captured_mask", None)
+    return find(k.variable) if find is not None else None
 
 
 def _key(key) -> tuple[tuple, list]:
