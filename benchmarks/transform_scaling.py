@@ -13,7 +13,9 @@ Stages: ``gradient`` (the reverse-mode pass), ``jvp``, ``linearize``, ``transpos
 the gradient program), ``printer`` and ``parser`` (of the gradient program's text),
 ``codegen`` (source and ``compile()`` of the optimized gradient program), and
 ``first grad``: ``cr.grad(chain)(x, y)`` from a new function, tiered (interpreted
-first call) and with ``eager_compile=True`` (compile-first), seconds and MB.
+first call) and with ``eager_compile=True`` (compile-first), seconds and MB. The first
+grad rows run in a new Python process (chainrule imported, nothing traced): a forked
+child would count the other stages' inputs, held by the parent, in its peak.
 
     python benchmarks/transform_scaling.py [--quick] [--repeats N] [--sizes 1000 10000]
         [--stages gradient optimize ...]
@@ -24,12 +26,15 @@ from __future__ import annotations
 
 import _common as C  # first: sets the thread counts before NumPy loads
 
+import argparse
 import gc
 import os
 import pickle
 import platform
 import resource
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -88,14 +93,50 @@ def in_child(fn):
     return pickle.loads(data)
 
 
+def first_grad(n: int, eager: bool) -> tuple:
+    """(wall seconds, CPU seconds, peak RSS in MB) of the first ``cr.grad`` of the chain
+    of ``n`` bindings, in a new process (what a user starting Python sees)."""
+    out = subprocess.run([sys.executable, __file__, "--first-grad", str(n), str(int(eager))],
+                         capture_output=True, text=True, check=True)
+    return tuple(float(v) for v in out.stdout.split()[-3:])
+
+
+def _first_grad_here(n: int, eager: bool) -> None:
+    x, y = np.zeros(3), np.full(3, 0.5)
+    g = cr.grad(make_chain(n), argnums=(0, 1), eager_compile=eager)
+    start, cpu = time.perf_counter(), time.process_time()
+    g(x, y)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(seconds, cpu, _peak_rss_mb())
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak RSS (VmHWM: ru_maxrss survives exec on Linux, so a child
+    started by a large parent would report the parent's peak)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 class Inputs:
     """The inputs of every stage, made once (in the parent) when first needed."""
 
     def __init__(self, n: int):
         self.n = n
         self.x, self.y = np.zeros(3), np.full(3, 0.5)
-        self.chain = cr.trace(make_chain(n), self.x, self.y)
         self._cache: dict = {}
+
+    @property
+    def chain(self):
+        return self.get("chain")
+
+    def _chain(self):
+        return cr.trace(make_chain(self.n), self.x, self.y)
 
     def get(self, name):
         if name not in self._cache:
@@ -141,10 +182,6 @@ def stage_fn(name: str, inp: Inputs):
     if name == "codegen":
         m = inp.get("optimized")
         return lambda: compile_module(m, "main_adjoint")
-    if name in ("first grad", "first grad eager"):
-        eager = name.endswith("eager")
-        x, y = inp.x, inp.y
-        return lambda: cr.grad(make_chain(inp.n), argnums=(0, 1), eager_compile=eager)(x, y)
     raise ValueError(name)
 
 
@@ -152,7 +189,11 @@ def main() -> None:
     p = C.parser(__doc__)
     p.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     p.add_argument("--stages", nargs="+", default=list(STAGES))
+    p.add_argument("--first-grad", nargs=2, type=int, help=argparse.SUPPRESS)
     ns = p.parse_args()
+    if ns.first_grad:  # the child process of a first grad row
+        _first_grad_here(ns.first_grad[0], bool(ns.first_grad[1]))
+        return
     reps = C.repeats(ns, 3, 1)
     # no peer libraries imported: their memory would be in every stage's peak RSS
     print(f"python {platform.python_version()}, numpy {np.__version__}, 1 thread; load "
@@ -161,11 +202,14 @@ def main() -> None:
     counts = {}
     for n in ns.sizes:
         inp = Inputs(n)
-        counts[n] = len(inp.chain["main"].body.bindings)
+        counts[n] = 4 * (n // 4) + 1  # the chain's bindings (its final sum included)
         for stage in ns.stages:
+            times = range(reps if n < 100_000 else 1)
+            if stage.startswith("first grad"):
+                results[stage, n] = [first_grad(n, stage.endswith("eager")) for _ in times]
+                continue
             fn = stage_fn(stage, inp)
-            runs = [in_child(fn) for _ in range(reps if n < 100_000 else 1)]
-            results[stage, n] = runs
+            results[stage, n] = [in_child(fn) for _ in times]
         del inp
         gc.collect()
     header = ["stage"]

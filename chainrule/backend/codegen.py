@@ -10,6 +10,10 @@ module functions calls to the other generated functions. Per-op templates
 Only checked identifiers and literals formatted from plain numbers reach the
 source; constants, kernels and odd attributes live in the exec namespace.
 
+A function of more than ``codegen_split.SPLIT_BINDINGS`` bindings is written as a
+sequence of piece functions, compiled a few at a time (``codegen_split.py``):
+CPython's ``compile()`` of one huge function costs more per line and gigabytes.
+
 Memory: a backward liveness scan per block puts ``del`` after each last use,
 and an elementwise op whose operand dies there and was allocated by this
 function (never a parameter, constant or view) writes its result into that
@@ -42,8 +46,6 @@ from __future__ import annotations
 
 import itertools
 import keyword
-import linecache
-import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -71,6 +73,7 @@ from ..ir.types import TensorType
 from ..ir.visitor import atoms_of, free_vars, vars_used
 from ..ops.indexing import advanced
 from ..ops.templates import OpEmit, int_literal, literal
+from .codegen_split import exec_generated, piece_bounds, write_split
 from .execution import KERNEL_ERRORS, Liveness, coerce_args, kernel_error
 from .identifiers import RESERVED, UniqueNames, safe_identifier
 
@@ -120,9 +123,10 @@ class _Plan:
     """Per-block decisions: what to delete where, which buffers to reuse, which
     transposes to fold into matmuls."""
 
-    __slots__ = ("dels", "start_dels", "last", "owned", "inline")
+    __slots__ = ("dels", "start_dels", "last", "owned", "inline", "uses")
 
     def __init__(self, n: int):
+        self.uses: list[set] = []  # per binding (and the result): the variables read
         self.dels: list[list[Var]] = []
         self.start_dels: list[Var] = []
         self.last: dict[Var, int] = {}
@@ -146,6 +150,11 @@ class _ModuleCodegen:
         self.sym_names = {s: names.fresh(s, "d") for s in attr_symbols(module)}
         self.bound_syms: set = set()  # those the function being written binds
         self.names_of: dict[str, dict[Var, str]] = {}
+        # functions too long to compile at once: their pieces' names (codegen_split)
+        self.pieces = {fname: [names.fresh(f"{fname}_part{k + 1}") for k in range(len(
+            piece_bounds(len(fn.body.bindings))))] for fname, fn in module.functions.items()
+            if isinstance(fn, Function)}
+        self.live_names: dict[str, str] = {}
         taken = set(names.taken)
         for fname, fn in module.functions.items():
             if not isinstance(fn, Function):
@@ -155,6 +164,8 @@ class _ModuleCodegen:
             for p in fn.params:
                 var_names[p] = fnames.fresh(p.name)
             self._name_block(fn.body, var_names, fnames)
+            if self.pieces[fname]:
+                self.live_names[fname] = fnames.fresh("live")
             self.names_of[fname] = var_names
             taken |= fnames.taken
         self.ns_names = UniqueNames(taken)
@@ -242,6 +253,7 @@ class _ModuleCodegen:
         deletable.difference_update(exclude)
         deletable.update(extra)
         live = Liveness([b.var for b in bindings], uses, deletable, keep_at_end, extra)
+        plan.uses = uses
         plan.dels, plan.last, plan.start_dels = live.dels, live.last, live.never_used
         if self.inplace:
             plan.owned = self._owned(block, inline, uses)
@@ -472,6 +484,9 @@ class _ModuleCodegen:
     def run(self) -> str:
         for fname, fn in self.module.functions.items():
             self.names = self.names_of[fname]
+            if self.pieces[fname]:
+                write_split(self, fname, fn, self.pieces[fname], self.live_names[fname])
+                continue
             params = [self.name(p) for p in fn.params]
             self.out(0, f"def {self.func_names[fname]}({', '.join(params)}):")
             self.bind_symbols(fn)
@@ -483,18 +498,6 @@ class _ModuleCodegen:
         # source line numbers (1-based, after the header) of the op bindings
         self.locations = {k + 1 + len(header): where for k, where in self.locations.items()}
         return "\n".join(header + self.lines[:-1]) + "\n"
-
-
-def exec_generated(owner, source: str, filename: str, namespace: dict, hint: str = "") -> None:
-    """Compile generated ``source`` as ``filename`` and run it in ``namespace``; its lines
-    show in tracebacks for as long as ``owner`` lives."""
-    try:
-        code = compile(source, filename, "exec")
-    except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
-        raise CodegenError(f"the generated code does not compile ({exc}){hint}") from None
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    weakref.finalize(owner, linecache.cache.pop, filename, None)
-    exec(code, namespace)  # noqa: S102 - source built from checked names only
 
 
 class CompiledModule:

@@ -20,6 +20,7 @@ EXPRESSIONS = "(expressions)"  # the key of coerce's symbols that lists expressi
 # what a NumPy kernel raises on data it cannot handle (an index out of bounds, a
 # negative integer power, a singular matrix: LinAlgError is a ValueError)
 KERNEL_ERRORS = (ArithmeticError, IndexError, ValueError, TypeError)
+FAILURES = (*KERNEL_ERRORS, MemoryError)  # what ``run_kernel`` turns into an InterpretError
 
 
 def kernel_error(op_name: str, var_name: str, exc: BaseException, where: str = ""
@@ -34,10 +35,16 @@ def run_kernel(fn, op, args, attrs, var, *first):
     naming the op and the binding."""
     try:
         return fn(*first, *args, **attrs)
-    except KERNEL_ERRORS as exc:
-        raise kernel_error(op.name, var.name, exc) from None
-    except MemoryError:
-        raise InterpretError(f"{op.name} (binding {var.name}): out of memory") from None
+    except FAILURES as exc:
+        raise kernel_failure(op, var, exc) from None
+
+
+def kernel_failure(op, var, exc: BaseException) -> InterpretError:
+    """The error for ``exc`` (one of ``FAILURES``) raised by the kernel of ``op``
+    computing ``var``."""
+    if isinstance(exc, MemoryError):
+        return InterpretError(f"{op.name} (binding {var.name}): out of memory")
+    return kernel_error(op.name, var.name, exc)
 
 
 def coerce_args(args, params, name: str) -> list:

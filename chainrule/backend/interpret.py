@@ -38,7 +38,7 @@ from ..ir.op import Op, apply
 from ..ir.symbols import bind_symbols, has_symbolic_attrs, resolve_attrs, type_symbols
 from ..ir.visitor import atoms_of, free_vars, vars_used
 from ..tree import flatten, unflatten
-from .execution import Liveness, coerce_args, run_kernel
+from .execution import FAILURES, Liveness, coerce_args, kernel_failure, run_kernel
 
 SIZES = "#sizes"  # the env key of the symbol sizes of a call (variables are never strings)
 
@@ -90,9 +90,10 @@ class Interpreter:
             t = type(v)
             if t is Call:
                 for a in v.args:
-                    if type(a) is Var:
+                    ta = type(a)
+                    if ta is Var:
                         last[a] = i
-                    elif type(a) is Tuple:
+                    elif ta is Tuple:
                         for x in _flat_vars(a.fields):
                             last[x] = i
                 if type(v.callee) is Var:  # a closure called
@@ -104,7 +105,7 @@ class Interpreter:
         n = len(bindings)
         for x in _flat_vars((block.result,)):
             last[x] = n  # read by the result: kept
-        dead: list = [() for _ in range(n)]
+        dead: list = [()] * n
         for i, b in enumerate(bindings):
             j = last.get(b.var, i)  # never used: dropped at once
             if j < n:
@@ -152,15 +153,19 @@ class Interpreter:
             v = b.value
             if type(v) is Call:
                 callee = v.callee
-                args = [value_of(a, env) for a in v.args]
+                # most arguments are variables: read them without a call each
+                args = [env[a] if type(a) is Var else value_of(a, env) for a in v.args]
                 if isinstance(callee, Op):
                     attrs = v.attrs
                     if attrs and has_symbolic_attrs(attrs):
                         attrs = resolve_attrs(attrs, env.get(SIZES, {}))
                     if self.dispatch and not callee.internal:  # stacks hold values as they are
                         env[b.var] = run_kernel(apply, callee, args, attrs, b.var, callee)
-                    else:
-                        env[b.var] = run_kernel(callee.kernel, callee, args, attrs, b.var)
+                    else:  # run_kernel written out: this is the interpreter's inner loop
+                        try:
+                            env[b.var] = callee.kernel(*args, **attrs)
+                        except FAILURES as exc:
+                            raise kernel_failure(callee, b.var, exc) from None
                 elif isinstance(callee, GlobalVar):
                     env[b.var] = self.call_global(callee.name, args)
                 else:

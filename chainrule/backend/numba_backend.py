@@ -67,9 +67,21 @@ from .numba_source import (
 
 ENV = "CHAINRULE_NUMBA"
 _override: bool | None = None
+
+
+def _vecmath_stamp() -> str:
+    """A hash of ``numba_vecmath.py``: numba's cache does not see a change in a module a
+    kernel calls, so the stamp is part of every kernel's text (and of its file's name)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "numba_vecmath.py")
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
 _HEADER = ("# chainrule: the loops of a fused region, compiled by numba "
            "(machine code cached in __pycache__)\nimport math\n\nimport numba\n"
-           "import numpy as np\n\n\n")
+           "import numpy as np\n\n"
+           f"from chainrule.backend import numba_vecmath as vm  # version {_vecmath_stamp()}"
+           "\n\n\n")
 
 
 def available() -> bool:
@@ -370,7 +382,8 @@ def _kernels_text(kernels) -> str:
     if not kernels:
         return ""
     out = ["", "# -- fused regions: numba loop kernels. Until its kernels are compiled, a region's",
-           "#    NumPy function above answers; then this replaces it --", ""]
+           "#    NumPy function above answers; then this replaces it. vm: the vectorizable",
+           "#    exp, log, tanh, ... of chainrule/backend/numba_vecmath.py --", ""]
     for k in kernels:
         if k.plan is None:
             out += [f"# {k.region}: runs as NumPy code ({k.state[7:]})", ""]

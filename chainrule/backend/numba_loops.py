@@ -11,8 +11,9 @@ the disk cache of the region kernels; the NumPy code answers meanwhile).
 
 The numba forms: elementwise ops are NumPy array expressions (numba fuses each
 statement's into one loop) from ``numba_source.SCALAR``'s templates that are
-also array expressions, in float64; ``matmul`` is ``np.dot`` on contiguous
-arrays (transposes are copied once to be contiguous); ``sum`` of a whole
+also array expressions, in float64 (exp, log, tanh, ... are ``numba_vecmath``'s
+ufuncs, ``vm.tanh``: vector code in the fused loop); ``matmul`` is ``np.dot`` on contiguous
+arrays (a transpose is a view in F order, which BLAS reads transposed); ``sum`` of a whole
 array; ``zeros``. Values are flattened into numba variables: a tuple is its
 fields, a stack is a buffer ``(capacity, *elem shape)`` with a count, grown by
 doubling (so preallocated in effect, whether the trip count is known or not).
@@ -43,7 +44,7 @@ def main(a0, a1):
         v2 = v0 < a1
         if not v2:
             break
-        v3 = np.tanh(v1)
+        v3 = vm.tanh(v1)
         v4 = v0 + 1
         v0, v1 = v4, v3
     return (v1,)
@@ -60,7 +61,7 @@ import numpy as np
 from ..ir.nodes import Call, Constant, Function, If, Module, Tuple, TupleGetItem, Var, While
 from ..ir.op import Op
 from ..ir.types import ListType, TensorType, TupleType
-from .numba_source import _NB_NAME, KINDS, NP_NAME, SCALAR
+from .numba_source import _NB_NAME, KINDS, NP_NAME, SCALAR, VECMATH
 
 SCALAR_KINDS = ("f64", "i64", "bool")  # scalars whose promotions numba and NumPy share
 
@@ -74,6 +75,16 @@ ARRAY = {name: t for name, t in SCALAR.items()
          if "math." not in t and "bool(" not in t and not t.startswith(("sigmoid", "where",
                                                                         "heaviside", "xlog"))
          and name not in ("astype", "broadcast_to", "logical_not")}
+ARRAY.update(VECMATH)  # ufuncs: numba fuses them into a statement's loop, vectorized
+
+RECOMPUTE_USES = 3  # an arithmetic expression read this many times is not stored
+_MAX_RECOMPUTE = 80  # characters of such an expression (its size grows with each reuse)
+
+
+def _arithmetic(text: str) -> bool:
+    """Whether an array expression is cheap arithmetic (no function call: ``np.``, ``vm.``)."""
+    return len(text) <= _MAX_RECOMPUTE and "np." not in text and "vm." not in text
+
 
 HELPERS = '''\
 @numba.njit(cache=True, nogil=True)
@@ -87,9 +98,9 @@ def stack_push(buf, n, x):
 
 
 @numba.njit(cache=True, nogil=True)
-def stack_top_or_zero(buf, n):
+def stack_top_or_zero(buf, n):  # a view, as stack_pop's (copied where it must be)
     if n > 0:
-        return buf[n - 1].copy()
+        return buf[n - 1]
     return np.zeros(buf.shape[1:], buf.dtype)
 '''
 
@@ -254,12 +265,13 @@ class _Writer:
         elif name in ("stack_pop", "stack_pop_or_zero"):
             _, buf, n = self.consume(args[0])
             count = self.fresh()
-            if name == "stack_pop":  # a copy: a later push onto the rest reuses the slot
-                copy = self.copy_pops and rt.fields[0].shape
-                self.out(depth, f"{target} = {buf}[{n} - 1]" + (".copy()" if copy else ""))
+            # a copy where a later push onto the rest could reuse the slot
+            copy = ".copy()" if self.copy_pops and rt.fields[0].shape else ""
+            if name == "stack_pop":
+                self.out(depth, f"{target} = {buf}[{n} - 1]{copy}")
                 self.out(depth, f"{count} = {n} - 1")
             else:
-                self.out(depth, f"{target} = stack_top_or_zero({buf}, {n})")
+                self.out(depth, f"{target} = stack_top_or_zero({buf}, {n}){copy}")
                 self.out(depth, f"{count} = max({n} - 1, 0)")
             self.where[var] = [target, ("S", buf, count)]
         elif name == "stack_nonempty":
@@ -272,7 +284,8 @@ class _Writer:
         elif name == "permute_dims":
             if v.args[0].type.ndim != 2 or tuple(v.attrs.get("axes")) != (1, 0):
                 raise Refused("permute_dims other than a 2-D transpose")
-            self.out(depth, f"{target} = np.ascontiguousarray({args[0]}.T)")
+            # a view (F order), which np.dot reads as a transposed operand: no copy
+            self.out(depth, f"{target} = np.ascontiguousarray({args[0]}).T")
         elif name == "sum" and v.attrs.get("axis") is None and not v.attrs.get("keepdims"):
             self._float(var, v)
             self.out(depth, f"{target} = np.sum({args[0]})")
@@ -287,9 +300,12 @@ class _Writer:
                 raise Refused(f"{name} giving a {rt}")
             zero, one = ("0.0", "1.0") if str(rt.dtype).startswith("f") else ("0", "1")
             text = ARRAY[name].format(*args, zero=zero, one=one)
-            if rt.shape and self.users.get(var) == [(self.block_id, True)]:
-                # read once by an array expression of this block: one expression, which
-                # numba fuses into one loop (no temporary array)
+            users = self.users.get(var, [])
+            if rt.shape and users and all(u == (self.block_id, True) for u in users) and (
+                    len(users) == 1 or len(users) <= RECOMPUTE_USES and _arithmetic(text)):
+                # read by array expressions of this block only: part of each, which numba
+                # fuses into one loop (no temporary array); arithmetic read by a few is
+                # computed again in each (an array's pass through memory costs more)
                 self.where[var] = f"({text})"
                 self.count -= 1
             else:

@@ -15,10 +15,14 @@ unrolled loop, identical but for their variables' names, share one kernel.
 Scalar semantics follow NumPy's ufuncs: operands are cast to the result dtype
 first (as a ufunc's loop does), ``maximum``/``minimum`` propagate NaN,
 division by zero gives inf/nan (numba's ``error_model="numpy"``). Arithmetic
-is bit for bit NumPy's; transcendental functions come from the C library
-instead of NumPy's own loops and reductions add sequentially instead of
-pairwise, within 1e-12 relative in float64 (``tests/test_fusion_numba.py``
-checks every elementwise op of the registry).
+is bit for bit NumPy's; float64 exp, expm1, log, log1p, tanh and sigmoid are
+``numba_vecmath``'s (``vm.tanh``: arithmetic LLVM vectorizes, within 1 to 3 ulp
+of NumPy), other transcendental functions come from the C library, and
+reductions add sequentially instead of pairwise: within 1e-12 relative in
+float64 (``tests/test_fusion_numba.py`` checks every elementwise op of the
+registry). Array parameters are read in C order (``np.ascontiguousarray``, a
+view unless the caller passed a strided one): numba's loops over arrays of
+unknown layout do not vectorize.
 
 An op without a scalar form here is in ``UNFUSABLE`` with the reason; a region
 containing one (or complex, float16 or symbolic shapes) raises ``Unfusable``
@@ -36,12 +40,13 @@ in exactly one of ``SCALAR`` and ``UNFUSABLE``.
 ... ''')
 >>> print(region_source(m["r"], "r").text)
 def r(x0, x1):
+    x0, x1 = np.ascontiguousarray(x0), np.ascontiguousarray(x1)
     out0 = np.empty((2, 3), np.float64)
     acc1 = 0.0
     for i0 in range(2):
         for i1 in range(3):
             v0 = x0[i0, i1] + x1[i1]
-            v1 = np.tanh(v0)
+            v1 = vm.tanh(v0)
             out0[i0, i1] = v1
             acc1 += v1
     return out0, acc1
@@ -117,13 +122,18 @@ SCALAR.update({
     "xlogy": "xlogy({0}, {1}, {zero})",
     "xlog1py": "xlog1py({0}, {1}, {zero})",
 })
+# float64 functions computed by numba_vecmath's vectorizable ufuncs (``vm.tanh``): the
+# C library's scalar calls do not vectorize (5 to 6 times slower on AVX2, 16x64 and
+# 256x256 elements). float32 keeps the C library (and NumPy's SIMD loops: FLOAT32_SIMD).
+VECMATH = {name: f"vm.{name}({{0}})" for name in ("exp", "expm1", "log", "log1p", "tanh",
+                                                   "sigmoid")}
 HELPERS = '''\
 def ro(dtype, ndim):  # an array argument, read-only ones included
     return numba.types.Array(dtype, ndim, "A", readonly=True)
 
 
-def rw(dtype, ndim):  # an array the kernel writes (the buffers of a region in pieces)
-    return numba.types.Array(dtype, ndim, "A")
+def rw(dtype, ndim):  # the buffers of a region in pieces (made by the glue: C order)
+    return numba.types.Array(dtype, ndim, "C")
 
 
 @numba.njit(cache=True)
@@ -274,6 +284,8 @@ def scalar_form(op_name: str, attrs, arg_types, out_type) -> str:
     if form is None:
         raise Unfusable(f"{op_name}: no scalar form (declare it in numba_source.SCALAR "
                         f"or UNFUSABLE)")
+    if op_name in VECMATH and out_type.dtype == "f64":
+        return VECMATH[op_name]
     if op_name in _MATH_F64 and out_type.dtype == "f32":
         form = f"np.float32({form})"
     return form
@@ -369,6 +381,10 @@ class _Writer:
                 scalar_results.append((k, t.dtype))
         buffers = [name for name, _ in stash.buffers]
         lines = [f"def {self.name}({', '.join([*pnames.values(), *buffers, *const_names])}):"]
+        arrays = [pnames[p] for p, t in zip(fn.params, params) if t.shape] + const_names
+        if arrays:  # C order (a view; a copy of a strided one): then the loops vectorize
+            lines.append(f"    {', '.join(arrays)} = "
+                         f"{', '.join(f'np.ascontiguousarray({a})' for a in arrays)}")
         lines += ["    " + s for s in setup]
         depth = 1
         for k, n in enumerate(space):

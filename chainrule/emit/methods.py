@@ -302,6 +302,33 @@ class AtPositions:
         return self._update(ops.index_max, value, options)
 
 
+def install_direct_operators(cls: type, direct: frozenset) -> None:
+    """Give ``cls`` (a traced value, a tape tensor) the arithmetic operators (``+ - * /
+    @ **`` and their reflections) as methods that hand the op to ``cls._cr_apply`` at
+    once when the other operand's type is in ``direct`` (types ``cls`` wins the
+    dispatch against), skipping ``Op.__call__``'s attribute handling and dispatch loop
+    (rules are mostly written with these operators); through the op otherwise."""
+    for name, op in (("add", ops.add), ("sub", ops.subtract), ("mul", ops.multiply),
+                     ("truediv", ops.divide), ("matmul", ops.matmul), ("pow", ops.power)):
+        setattr(cls, f"__{name}__", _direct_operator(op, f"__{name}__", False, direct))
+        setattr(cls, f"__r{name}__", _direct_operator(op, f"__r{name}__", True, direct))
+
+
+def _direct_operator(op, name: str, reflected: bool, direct: frozenset):
+    if reflected:
+        def method(self, o):
+            if type(o) in direct:
+                return self._cr_apply(op, (o, self), {})
+            return op(o, self)
+    else:
+        def method(self, o):
+            if type(o) in direct:
+                return self._cr_apply(op, (self, o), {})
+            return op(self, o)
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
 def array_method(name: str, fn: Callable | None = None):
     """Register ``fn(self, ...)`` as the array method ``name`` of traced values and tape
     tensors (usable as a decorator)."""

@@ -32,7 +32,7 @@ from ..ir.dims import Dim
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
 from ..ir.op import HANDLERS, PYTHON_SCALARS, SYMBOLIC_APPLY, Op, weak_scalar_dtype
 from ..ir.types import DType, TensorType, TupleType, Type
-from .methods import ArrayMethods
+from .methods import ArrayMethods, install_direct_operators
 
 _TRACE_STACK: list[Trace] = []
 _ARRAY_TYPES = (np.ndarray, np.generic)
@@ -67,6 +67,25 @@ class Traced(ArrayMethods):
         return self.variable.type.dtype.numpy
 
     def _cr_apply(self, op: Op, args, attrs):
+        tracer = self.tracer
+        numbers = False  # the common cases first: values of this trace (and Python numbers)
+        for a in args:
+            if type(a) is Traced:
+                if a.tracer is not tracer:
+                    break
+            elif type(a) in PYTHON_SCALARS:
+                numbers = True
+            else:
+                break
+        else:
+            if not REBOUND and not tracer.finished:
+                if numbers:  # the 1 of 1 - z*z: typed by the arrays it meets (NEP 50)
+                    strong = [a.variable.type.dtype.numpy for a in args
+                              if type(a) is Traced and isinstance(a.variable.type, TensorType)]
+                    return tracer.emit_op(op, [a.variable if type(a) is Traced
+                                               else _scalar_constant(a, strong) for a in args],
+                                          attrs)
+                return tracer.emit_op(op, [a.variable for a in args], attrs)
         if REBOUND:  # a custom rule reading a value its function closed over
             args = tuple(_rebound(a) for a in args)
         traced = [a for a in args if isinstance(a, Traced)]
@@ -86,6 +105,9 @@ class Traced(ArrayMethods):
 
 
 HANDLERS[Traced] = 100
+# the other operands a traced value wins the dispatch against (not a linear value of
+# ``transpose``, which outranks it): its operators go straight to ``_cr_apply``
+install_direct_operators(Traced, frozenset({Traced, np.ndarray, float, int, bool}))
 
 # closure conversion of custom rules (chainrule.custom_closure.rebound): while a rule
 # runs, the values its function closed over stand for the op's operands that carry
@@ -169,7 +191,7 @@ class Trace:
                 f"a traced value ({x.variable.name}) escaped the function that traced it; "
                 f"return it instead of storing it")
         if type(x) in PYTHON_SCALARS:
-            return Constant(np.asarray(x, dtype=weak_scalar_dtype(x, strong_dtypes)))
+            return _scalar_constant(x, strong_dtypes)
         if isinstance(x, Dim):  # x.shape[0] of a symbolic array: its size, at run time
             return self._dim_value(x, weak_scalar_dtype(1, strong_dtypes))
         if type(x) is np.ndarray:
@@ -258,28 +280,50 @@ class Trace:
         return Traced(self, var)
 
     def apply(self, op: Op, args, attrs):
-        atoms = []
-        for a in args:  # the common case first: values of this trace
-            if type(a) is Traced and a.tracer is self:
-                atoms.append(a.variable)
-            else:
-                atoms = None
-                break
-        if atoms is None:
-            strong = [a.variable.type.dtype.numpy for a in args
-                      if isinstance(a, Traced) and isinstance(a.variable.type, TensorType)]
-            strong += [np.asarray(a).dtype for a in args
-                       if isinstance(a, _ARRAY_TYPES)]
-            atoms = [self.atom(a, strong) for a in args]
+        """Emit ``op`` applied to ``args`` (values of this trace or of an outer one,
+        Python numbers, arrays); returns the traced result."""
+        if all(type(a) is Traced and a.tracer is self for a in args):
+            return self.emit_op(op, [a.variable for a in args], attrs)
+        strong = [a.variable.type.dtype.numpy for a in args
+                  if isinstance(a, Traced) and isinstance(a.variable.type, TensorType)]
+        strong += [np.asarray(a).dtype for a in args if isinstance(a, _ARRAY_TYPES)]
+        return self.emit_op(op, [self.atom(a, strong) for a in args], attrs)
+
+    def emit_op(self, op: Op, atoms: list, attrs: dict):
+        """Emit ``op`` on atoms of this trace; returns the traced result."""
         try:
             var = self.builder.call(op, atoms, attrs)
         except TypeInferenceError as exc:
             raise _located(exc) from None
+        if type(var.type) is TensorType:  # wrap(), inlined: the result of nearly every op
+            return Traced(self, var)
         return self.wrap(var)
 
     def call(self, callee, args, name=None):
         """Emit a call to a function (GlobalVar or function-valued Var)."""
         return self.wrap(self.builder.call(callee, [self.atom(a) for a in args], name=name))
+
+
+# Python numbers in rules (the 1 of ``1 - z*z``) become the same few constants over and
+# over: one Constant node per (number, its type, the dtypes it meets), shared by the
+# bindings that read it as the tape's recorded blocks share theirs (nodes are immutable)
+_SCALAR_CONSTANTS: dict = {}
+_SCALAR_CONSTANTS_LIMIT = 4096
+
+
+def _scalar_constant(x, strong_dtypes) -> Constant:
+    """The constant a Python number becomes next to arrays of ``strong_dtypes``
+    (NumPy 2's weak scalar typing)."""
+    if x != x:  # a NaN: no exact key (its payload), made anew
+        return Constant(np.asarray(x, dtype=weak_scalar_dtype(x, strong_dtypes)))
+    key = (type(x), x.hex() if type(x) is float else x, tuple(strong_dtypes))
+    c = _SCALAR_CONSTANTS.get(key)
+    if c is None:
+        if len(_SCALAR_CONSTANTS) >= _SCALAR_CONSTANTS_LIMIT:
+            _SCALAR_CONSTANTS.clear()
+        c = _SCALAR_CONSTANTS[key] = Constant(
+            np.asarray(x, dtype=weak_scalar_dtype(x, strong_dtypes)))
+    return c
 
 
 def _user_location() -> str:

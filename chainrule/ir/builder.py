@@ -24,6 +24,16 @@ from .op import Op
 from .types import FuncType, Type
 
 
+class _NotAnArg(Exception):
+    """An operand that is neither an atom nor a tuple of atoms (internal to ``call``)."""
+
+
+def _arg_type(a) -> Type:
+    if not is_arg(a):
+        raise _NotAnArg(a)
+    return arg_type(a)
+
+
 class Builder:
     """Emits bindings into a stack of open blocks, inferring each variable's type."""
 
@@ -101,15 +111,13 @@ class Builder:
         return new
 
     def call(self, callee, args, attrs: dict | None = None, name: str | None = None) -> Var:
-        types = []
-        for a in args:
-            if type(a) is Var or type(a) is Constant:
-                types.append(a.type)
-            elif is_arg(a):
-                types.append(arg_type(a))
-            else:
-                what = callee.name if isinstance(callee, Op) else getattr(callee, "name", callee)
-                raise ChainruleError(f"{what}: argument {a!r} is not a variable or constant")
+        try:  # the common case first: operands that are variables and constants
+            types = [a.type if type(a) is Var or type(a) is Constant else _arg_type(a)
+                     for a in args]
+        except _NotAnArg as exc:
+            what = callee.name if isinstance(callee, Op) else getattr(callee, "name", callee)
+            raise ChainruleError(f"{what}: argument {exc.args[0]!r} is not a variable or "
+                                 f"constant") from None
         if type(callee) is not Op:
             return self.emit(Call(callee, args, attrs or {}), name)
         new_attrs, t = type_call(callee, types, attrs or {})  # the common case, no dispatch

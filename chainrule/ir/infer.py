@@ -30,7 +30,13 @@ BOOL_SCALAR = TensorType((), "bool")
 # ``op.type_call`` on (op, operand types, attributes). Attribute values are keyed
 # with their types (1, 1.0 and True must stay apart; -0.0 and 0.0 too); values
 # without an exact key (arrays, callables, ...) skip the memo.
+#
+# A first memo is keyed on the operand types' identities (the same few type objects
+# recur: every result of one signature gets the memo's type object), which hashes no
+# type; each entry holds its type objects, so an id in a key cannot be reused by another
+# object while the entry lives. The second is keyed on the types' values.
 _TYPE_MEMO: dict = {}
+_TYPE_MEMO_BY_ID: dict = {}
 _TYPE_MEMO_LIMIT = 8192
 
 
@@ -39,6 +45,10 @@ def type_call(op: Op, types, attrs: dict) -> tuple[dict, Type]:
     ak = attrs_key(attrs) if attrs else ()
     if ak is None:
         return op.type_call(list(types), attrs)
+    id_key = (op, ak, *map(id, types))
+    hit = _TYPE_MEMO_BY_ID.get(id_key)
+    if hit is not None:
+        return hit[1]
     key = (op, tuple(types), ak)
     try:
         hit = _TYPE_MEMO.get(key)
@@ -49,6 +59,9 @@ def type_call(op: Op, types, attrs: dict) -> tuple[dict, Type]:
         if len(_TYPE_MEMO) >= _TYPE_MEMO_LIMIT:
             _TYPE_MEMO.clear()
         _TYPE_MEMO[key] = hit
+    if len(_TYPE_MEMO_BY_ID) >= _TYPE_MEMO_LIMIT:
+        _TYPE_MEMO_BY_ID.clear()
+    _TYPE_MEMO_BY_ID[id_key] = (key, hit)  # the key holds the type objects: ids stay theirs
     return hit
 
 

@@ -110,6 +110,16 @@ class Call(Expr):
         self.args = tuple(args)
         self.attrs = dict(attrs) if attrs else {}
 
+    def with_args(self, callee, args) -> Call:
+        """The same call with another callee and operands; the attribute dict is shared,
+        not copied (no node is changed once built), so a pass can tell a copied call's
+        attributes are the original's by identity."""
+        new = Call.__new__(Call)
+        new.callee = callee
+        new.args = tuple(args)
+        new.attrs = self.attrs
+        return new
+
     def __repr__(self) -> str:
         name = getattr(self.callee, "name", self.callee)
         return f"Call({name}, {self.args!r}, {self.attrs!r})"

@@ -27,13 +27,15 @@ from .op import Op
 
 def nested_blocks(value):
     """The blocks directly inside a binding value."""
-    if isinstance(value, If):
-        return (value.then_block, value.else_block)
-    if isinstance(value, While):
-        return (value.cond, value.body)
-    if isinstance(value, Function):
-        return (value.body,)
-    return ()
+    blocks = _NESTED.get(type(value))
+    return () if blocks is None else blocks(value)
+
+
+_NESTED = {
+    If: lambda value: (value.then_block, value.else_block),
+    While: lambda value: (value.cond, value.body),
+    Function: lambda value: (value.body,),
+}
 
 
 def atoms_of(value):
@@ -156,6 +158,10 @@ class Mutator:
     old atom to its replacement.
     """
 
+    # True in a subclass whose ``rewrite`` copies every call of an op as ``value`` does
+    # (operands substituted): the copy then skips ``rewrite`` for them
+    copies_op_calls = False
+
     def __init__(self, module: Module):
         self.module = module
         self.subst: dict[Var, object] = {}
@@ -180,7 +186,7 @@ class Mutator:
         if type(v) is Call:
             callee = self.atom(v.callee) if type(v.callee) is Var else v.callee
             atom = self.atom
-            return Call(callee, [atom(a) for a in v.args], v.attrs)
+            return v.with_args(callee, [atom(a) for a in v.args])
         if isinstance(v, TupleGetItem):
             return TupleGetItem(self.atom(v.tuple_value), v.index)
         if isinstance(v, (Var, Constant, Tuple)):
@@ -211,14 +217,21 @@ class Mutator:
 
     def emit_bindings(self, bindings) -> None:
         b = self.builder
+        cls = type(self)
+        copying = (cls.copies_op_calls or (cls.rewrite is Mutator.rewrite
+                                           and cls.value is Mutator.value)
+                   ) and cls.atom is Mutator.atom
         for binding in bindings:
+            old = binding.value
+            if copying and type(old) is Call and type(old.callee) is Op:
+                self.subst[binding.var] = self._copy_op_call(binding)
+                continue
             new = self.rewrite(binding)
             if new is None:
                 continue
-            if isinstance(new, (Var, Constant)) and not isinstance(binding.value, (Var, Constant)):
+            if isinstance(new, (Var, Constant)) and not isinstance(old, (Var, Constant)):
                 self.subst[binding.var] = new
                 continue
-            old = binding.value
             if (type(new) is Call and type(old) is Call and new.callee is old.callee
                     and type(old.callee) is Op and new.attrs is old.attrs
                     and all(type(x) is not Tuple and x.type is y.type
@@ -228,6 +241,24 @@ class Mutator:
             else:
                 var = b.emit(new, binding.var.name)
             self.subst[binding.var] = var
+
+    def _copy_op_call(self, binding: Binding) -> Var:
+        """``binding``, an op call, copied with its operands substituted (``value()`` and
+        ``atom()`` inlined: most bindings are op calls); its type is the old one when the
+        operands keep theirs."""
+        old = binding.value
+        get = self.subst.get
+        args = []
+        same_types = True
+        for a in old.args:
+            new = get(a, a) if type(a) is Var else self.atom(a)
+            if same_types and (type(new) is Tuple or new.type is not a.type):
+                same_types = False
+            args.append(new)
+        call = old.with_args(old.callee, args)
+        if same_types:
+            return self.builder.emit_typed(call, binding.var.type, binding.var.name)
+        return self.builder.emit(call, binding.var.name)
 
     def function(self, fn: Function) -> Function:
         params = [self.copy_var(p) for p in fn.params]
@@ -276,7 +307,7 @@ def substitute_vars(fn: Function, sub: dict) -> Function:
             else:
                 if callee not in sub:
                     return v
-            return Call(get(callee, callee), [atom(a) for a in args], v.attrs)
+            return v.with_args(get(callee, callee), [atom(a) for a in args])
         if t is Var:
             return get(v, v)
         if t is TupleGetItem:

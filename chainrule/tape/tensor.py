@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from .. import ops
-from ..emit.methods import ArrayMethods
+from ..emit.methods import ArrayMethods, install_direct_operators
 from ..errors import ArgumentError, ChainruleError, ConcretizationError, TraceError
 from ..ir.op import (
     HANDLERS,
@@ -422,31 +422,8 @@ class _TupleItem:
 HANDLERS[Tensor] = 50
 
 # operands with which ``Tensor`` wins the dispatch (nothing of higher priority, such as
-# a traced value, is involved): the operators below go straight to ``_cr_apply``
-_DIRECT = frozenset({Tensor, np.ndarray, float, int, bool})
-
-
-def _operator(op, name: str, reflected: bool):
-    """``Tensor.<name>``: ``op`` applied without the generic dispatch of ``Op.__call__``
-    when the other operand is plain (the common case), through it otherwise."""
-    if reflected:
-        def method(self, o):
-            if type(o) in _DIRECT:
-                return self._cr_apply(op, (o, self), {})
-            return op(o, self)
-    else:
-        def method(self, o):
-            if type(o) in _DIRECT:
-                return self._cr_apply(op, (self, o), {})
-            return op(self, o)
-    method.__name__ = method.__qualname__ = name
-    return method
-
-
-for _name, _op in (("add", ops.add), ("sub", ops.subtract), ("mul", ops.multiply),
-                   ("truediv", ops.divide), ("matmul", ops.matmul), ("pow", ops.power)):
-    setattr(Tensor, f"__{_name}__", _operator(_op, f"__{_name}__", False))
-    setattr(Tensor, f"__r{_name}__", _operator(_op, f"__r{_name}__", True))
+# a traced value, is involved): the operators go straight to ``_cr_apply``
+install_direct_operators(Tensor, frozenset({Tensor, np.ndarray, float, int, bool}))
 
 
 def _negative(self):

@@ -19,6 +19,7 @@ from ..emit.trace import Trace, Traced
 from ..errors import CompiledHigherOrderError, GradientError
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
 from ..ir.types import FuncType, ListType, TensorType, TupleType, Type
+from ..ir.visitor import vars_used
 from ..ops.common import broadcast_shapes
 from ..ops.stack import STACK_ADD, STACK_EMPTY
 
@@ -105,7 +106,15 @@ class Adjoints:
 
     def accumulate(self, atom, msg, wants) -> None:
         """Add ``msg`` to the adjoint of ``atom`` (a Var, Constant or Tuple of them)."""
-        if msg is None or isinstance(atom, Constant):
+        if msg is None:
+            return
+        if type(atom) is Var:  # the common case first
+            if wants(atom):
+                old = self.msgs.get(atom)
+                self.msgs[atom] = msg if old is None else self.add(old, msg,
+                                                                   self.type_of(atom))
+            return
+        if isinstance(atom, Constant):
             return
         if isinstance(atom, Tuple):
             t = TupleType(_type(f) for f in atom.fields)
@@ -118,9 +127,9 @@ class Adjoints:
 
     def fit(self, partial, t: TensorType):
         """A rule's result summed/broadcast to shape ``t.shape`` and cast to ``t.dtype``."""
-        atom = self.unwrap(partial)
+        atom = partial.variable if type(partial) is Traced else self.unwrap(partial)
         pt = _type(atom)
-        if not isinstance(pt, TensorType) and pt == t:  # a stack, a tuple: no broadcasting
+        if pt is t or pt == t:  # the common case: nothing to fit (a stack, a tuple too)
             return atom
         if not isinstance(pt, TensorType):
             raise GradientError(f"a VJP rule returned a {pt!r} for an operand of type {t!r}")
@@ -152,7 +161,7 @@ def _own_type(var: Var) -> Type:
 
 
 def _type(atom) -> Type:
-    if isinstance(atom, Tuple):
+    if type(atom) is Tuple:
         return TupleType(_type(f) for f in atom.fields)
     return atom.type
 
@@ -160,11 +169,13 @@ def _type(atom) -> Type:
 def prune(bindings: list, start: int, roots) -> None:
     """Drop bindings emitted since ``start`` that no root depends on (a rule's
     results for operands that need no adjoint)."""
-    from ..ir.visitor import vars_used
-
+    if len(bindings) == start:
+        return
     # a root may be a tuple literal (a rule's partial for a tuple operand, such as a
     # pushed snapshot): the variables it is made of are what stays live
     live = {r for r in vars_used(Tuple(list(roots))) if isinstance(r, Var)}
+    if all(b.var in live for b in bindings[start:]):
+        return  # the common case: every binding emitted is a root
     keep = []
     for b in reversed(bindings[start:]):
         if b.var in live:

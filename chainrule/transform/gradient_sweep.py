@@ -54,7 +54,7 @@ def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
         reads.append(used)
         if type(v) is Call and type(v.callee) is Op and not v.callee.differentiable:
             continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
-        if has_float(b.var.type) and any(u in needs for u in used):
+        if has_float(b.var.type) and any(map(needs.__contains__, used)):
             needs.add(b.var)
     reaches = {t for t in targets if isinstance(t, Var)}
     counts: dict[Var, int] = {}
@@ -98,7 +98,10 @@ def _refuse_stacks(bindings, relevant, mode: str) -> None:
         v = b.value
         if (relevant is not None and b.var not in relevant) or isinstance(v, Function):
             continue
-        if isinstance(v, Call) and v.callee in STACK_OPS:
+        is_call = type(v) is Call
+        if type(b.var.type) is TensorType and not (is_call and v.callee in STACK_OPS):
+            continue  # an array computed by an op or a function call: nothing to refuse
+        if is_call and v.callee in STACK_OPS:
             if _holds_function(b.var.type, v.args):
                 raise CompiledHigherOrderError(
                     f"{mode} mode of a program that holds a stack of pullbacks "
@@ -224,6 +227,7 @@ class ForwardCopy(Mutator):
     sweep: Sweep
 
     plain = 0  # > 0 while copying a closure's body as it is (no derivative)
+    copies_op_calls = True  # an op's forward value is computed as it was
 
     def rewrite(self, binding):
         sweep, v = self.sweep, binding.value
@@ -241,14 +245,13 @@ class ForwardCopy(Mutator):
             if type(v.callee) is GlobalVar and closures.needs_vjp_call(sweep, binding):
                 return closures.global_call_forward(sweep, binding)
         if binding.var in sweep.relevant:
-            special = sweep.ctx.forward_rewrites.get(type(v))
+            special = sweep.ctx.forward_rewrites.get(t)
             if special is not None:
                 return special(sweep, binding)
-            if (isinstance(v, Call) and isinstance(v.callee, GlobalVar)
-                    and sweep.ctx.module[v.callee.name].attrs.get("checkpoint")):
-                # store only the inputs; the backward sweep recomputes the rest
-                return super().rewrite(binding)
-            if isinstance(v, Call) and isinstance(v.callee, GlobalVar):
+            if t is Call and type(v.callee) is GlobalVar:
+                if sweep.ctx.module[v.callee.name].attrs.get("checkpoint"):
+                    # store only the inputs; the backward sweep recomputes the rest
+                    return super().rewrite(binding)
                 vname = sweep.ctx.vjp_name(v.callee.name)
                 pair = sweep.b.emit(Call(GlobalVar(vname), [self.atom(a) for a in v.args]),
                                     f"{binding.var.name}_vjp")
@@ -286,6 +289,7 @@ class Sweep:
         self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
         self.relevant, uses = _analyze(self.bindings, sources, targets)
+        self.wants = self.relevant.__contains__  # whether a variable needs an adjoint
         self.pullbacks: dict[Var, Var] = {}
         self.extra: dict[Var, object] = {}  # per-binding data for backward handlers
         self.parent = parent
@@ -305,9 +309,6 @@ class Sweep:
         # are named when the sweep reaches them), and adjoints named as they were made
         self.expected = uses
         self.named_early: dict[Var, Var] = {}
-
-    def wants(self, v: Var) -> bool:
-        return v in self.relevant
 
     def adjoint_type(self, v: Var) -> Type:
         """The type of ``v``'s adjoint (a function value's is its env's)."""
@@ -465,16 +466,18 @@ def _call_backward(sweep: Sweep, binding: Binding, msg) -> None:
     op = call.callee
     if not op.differentiable:
         return
-    dresult = adj.materialize(msg, binding.var.type)
-    if isinstance(binding.var.type, TupleType):
+    trace = sweep.trace
+    if type(msg) is Var and type(msg.type) is TensorType:  # the common case first
+        dout = Traced(trace, msg)
+    elif isinstance(binding.var.type, TupleType):
+        dresult = adj.materialize(msg, binding.var.type)
         dout = tuple(adj.wrap(f) for f in adj.split(dresult, binding.var.type))
     else:
-        dout = adj.wrap(dresult)
+        dout = adj.wrap(adj.materialize(msg, binding.var.type))
     new = sweep.copy.atom
-    out = Traced(sweep.trace, new(binding.var))
+    out = Traced(trace, new(binding.var))
     args = [new(a) for a in call.args]
     start = len(sweep.b.bindings)
-    trace = sweep.trace
     partials = VJP[op](out, dout, *[Traced(trace, a) if type(a) is Var else adj.wrap(a)
                                     for a in args], **call.attrs)
     if len(partials) != len(args):

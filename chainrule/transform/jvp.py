@@ -186,10 +186,14 @@ class _ForwardSweep:
         """Record a tangent; a variable the rule just emitted is named ``<v>_dot``."""
         if msg is None:
             return
-        if (start is not None and isinstance(msg, Var) and isinstance(old.type, TensorType)
-                and msg not in self.ctx.named
-                and any(b.var is msg for b in self.b.bindings[start:])):
-            self.ctx.named[msg] = Var(f"{new.name}_dot", msg.type)
+        if (start is not None and type(msg) is Var and isinstance(old.type, TensorType)
+                and msg not in self.ctx.named):
+            frame = self.b.bindings
+            if len(frame) > start and frame[-1].var is msg:
+                # the rule's last binding, which nothing reads yet: named at once
+                msg = self.b.rebind(len(frame) - 1, f"{new.name}_dot")
+            elif any(b.var is msg for b in frame[start:]):
+                self.ctx.named[msg] = Var(f"{new.name}_dot", msg.type)
         self.tangents[old] = msg
 
 

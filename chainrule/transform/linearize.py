@@ -46,9 +46,8 @@ def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     primal, tangent = uz.block(jf.body.bindings)
     result, dresult = jf.body.result.fields
     # argument-free ops (zeros) needed by the tangent side are recomputed there
-    nullary = {b.var for b in primal if isinstance(b.value, Call)
-               and isinstance(b.value.callee, Op) and not b.value.args
-               and isinstance(b.var.type, TensorType)}
+    nullary = {b.var for b in primal if type(b.value) is Call and not b.value.args
+               and isinstance(b.value.callee, Op) and isinstance(b.var.type, TensorType)}
     moved = [b for b in primal if b.var in nullary]
     defined = set(jf.params[:n]) | {b.var for b in primal}
     needed, seen = [], set()

@@ -6,7 +6,8 @@ for every op: constant folding and reading broadcast operands unbroadcast.
 
 One sweep is a forward scan over the bindings with a substitution map, so
 every rule sees its operands already simplified and chains of rewrites
-resolve in the same sweep; sweeps repeat (boundedly) until nothing changes.
+resolve in the same sweep; another sweep runs (boundedly) only when one left a
+rewrite unfinished (bindings a pattern added, or a long chain of rewrites).
 
 - copies: ``b = a`` (a variable or a constant) is dropped and ``b`` replaced
   by ``a`` everywhere, block results included;
@@ -110,6 +111,9 @@ class _Simplifier:
         self.bcast: set[Var] = set()  # variables bound to a broadcast_to
         self._const_uniform: dict[int, tuple] = {}  # id -> (constant, value): holds it
         self.changed = False
+        # a rewrite this sweep left unfinished (bindings it added are not simplified yet,
+        # or a binding used up its _RULE_CHAIN): only then can another sweep change more
+        self.unfinished = False
 
     # -- facts about atoms ------------------------------------------------------------
     def uniform_of(self, x):
@@ -284,8 +288,10 @@ class _Simplifier:
             for b in pending:
                 out.append(b)
                 self.record(b.var, b.value)
+            self.unfinished = self.unfinished or bool(pending)
             self.changed = True
             value = new
+        self.unfinished = True  # more rules may apply: the next sweep tries
         return value
 
     # -- traversal ---------------------------------------------------------------------------
@@ -484,14 +490,23 @@ PATTERNS = {
 
 def simplify_function(fn: Function, max_sweeps: int = MAX_SWEEPS) -> Function:
     """``fn`` simplified to a fixed point (at most ``max_sweeps`` sweeps)."""
+    return simplify_settled(fn, max_sweeps)[0]
+
+
+def simplify_settled(fn: Function, max_sweeps: int = MAX_SWEEPS) -> tuple[Function, bool]:
+    """``fn`` simplified, and whether that is a fixed point rather than where
+    ``max_sweeps`` stopped. A sweep sees every binding's operands already simplified,
+    and rewrites each binding until no rule applies; so its output is a fixed point
+    unless a rewrite was left unfinished (``_Simplifier.unfinished``), and no sweep is
+    run only to confirm it."""
     for _ in range(max_sweeps):
         s = _Simplifier()
         body = s.block(fn.body)
         if body is not fn.body:
             fn = Function(fn.params, body, fn.ret_type, fn.attrs)
-        if not s.changed:
-            break
-    return fn
+        if not s.changed or not s.unfinished:
+            return fn, True
+    return fn, False
 
 
 class Simplify(Pass):

@@ -18,7 +18,7 @@ from ..emit.trace import Trace
 from ..errors import TransposeError
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
-from ..ir.infer import arg_type
+from ..ir.infer import arg_type, type_call
 from ..ir.nodes import (
     Binding,
     Call,
@@ -75,7 +75,7 @@ class Undefined(ArrayMethods):
             else:
                 arr = np.asarray(a)
                 types.append(TensorType(arr.shape, arr.dtype))
-        _, t = op.type_call(types, attrs)
+        _, t = type_call(op, types, attrs)
         if isinstance(t, TupleType):
             return tuple(Undefined(f) for f in t.fields)
         return Undefined(t)
@@ -142,9 +142,7 @@ class _Transposer:
         self.copy.builder = self.b
         self.fixed: set[Var] = set()  # coefficients and parameters: never renamed
         self.named: dict[Var, Var] = {}  # a cotangent the sweep emitted -> it named <v>_ct
-
-    def wants(self, v) -> bool:
-        return v in self.lin
+        self.wants = lin.__contains__  # whether a variable takes a cotangent
 
     def coefficients(self, bindings) -> None:
         self.copy.emit_bindings([b for b in bindings if b.var not in self.lin])

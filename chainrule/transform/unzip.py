@@ -58,13 +58,19 @@ class Unzip:
         self.split_loops: dict[Var, tuple[Var, Var, int]] = {}
 
     def is_tangent(self, value) -> bool:
-        return any(v in self.tangent for v in vars_used(value))
+        return any(map(self.tangent.__contains__, vars_used(value)))
 
     def block(self, bindings) -> tuple[list, list]:
         primal, tangent = [], []
         for b in bindings:
             v = b.value
-            if isinstance(v, If) and self.is_tangent(v):
+            if type(v) is Call and type(v.callee) is Op:  # the common case first: an op
+                if self.is_tangent(v):
+                    self.tangent.add(b.var)
+                    tangent.append(b)
+                else:
+                    primal.append(b)
+            elif isinstance(v, If) and self.is_tangent(v):
                 self._if(b, primal, tangent)
             elif isinstance(v, While) and self.is_tangent(v):
                 self._while(b, primal, tangent)
