@@ -9,13 +9,14 @@ import numpy as np
 
 from . import numpy as cnp
 from .api import Stale, _Compiled, _leaf_ranges, _outer_trace, grad, optimize, vjp
+from .api_grad_program import _rebuild_of
 from .api_polymorphic import run_cached, symbolic_types
-from .checks import check_callable, check_tuple, leaf_signature, like
+from .checks import check_callable, check_tuple, fast_key, leaf_signature, like
 from .errors import CompiledHigherOrderError, ConcretizationError, GradientError
 from .frontend.tracer import Traced, trace_function
 from .ir.collector import collector_paused
 from .ir.nodes import Binding, Block, Function, Module, Tuple, TupleGetItem, Var
-from .ir.types import has_float
+from .ir.types import TensorType, has_float
 from .tree import flatten, unflatten
 
 
@@ -147,6 +148,32 @@ class _JvpPlan:
         self.floats = _float_positions(main, n)
         # interpreted first, optimized and compiled when called again (backend.tiered)
         self.entry = _Compiled(module, "main_jvp", tf, None, prepare=optimize, eager=eager)
+        out_tree = tf.out_tree
+        self.rebuild = None if out_tree.kind is None else _rebuild_of(out_tree)
+
+    def exact_for(self, leaves) -> bool:
+        """Whether NumPy arrays ``leaves`` (and tangents of their shapes and dtypes) are
+        exactly the compiled program's parameter types, so ``run_exact`` may run them
+        without coercion or checks (as ``_Compiled.exact_for`` does for ``jit``)."""
+        compiled = self.entry.tiers.compiled
+        if compiled is None or self.lifted or not self.tangent_only:
+            return False
+        params = self.main.params  # the leaves', then the hidden inputs'
+        return len(params) == len(leaves) + len(self.entry.guards.captures) and all(
+            type(x) is np.ndarray and isinstance(p.type, TensorType)
+            and x.dtype == p.type.dtype.numpy and x.shape == p.type.shape
+            for x, p in zip(leaves, params))
+
+    def run_exact(self, leaves, t_leaves):
+        """The tangent output of ``run`` for arguments ``exact_for`` accepted (tangents of
+        the primals' shapes and dtypes): the compiled program called directly. Raises
+        ``Stale`` when what ``f`` reads from outside its arguments changed."""
+        guards = self.entry.guards
+        hidden = guards.inputs() if guards else ()
+        floats = self.floats
+        tout = self.entry.tiers.compiled.call_unchecked(*leaves, *hidden,
+                                                        *[t_leaves[i] for i in floats])
+        return tout if self.rebuild is None else self.rebuild(list(tout))
 
     def run(self, leaves, t_leaves):
         tf, main = self.tf, self.main
@@ -318,6 +345,9 @@ def hvp(f, primals, tangents, eager_compile: bool | None = None):
     check_callable(f, "hvp")
     primals = check_tuple(primals, "hvp", "primals")
     tangents = check_tuple(tangents, "hvp", "tangents")
+    done = _hvp_exact(f, primals, tangents)
+    if done is not None:
+        return done
     leaves, t_leaves = _matching_leaves(primals, tangents, "hvp")
     if any(isinstance(x, Traced) for x in leaves) or any(
             isinstance(t, Traced) for t in t_leaves):
@@ -330,9 +360,10 @@ def hvp(f, primals, tangents, eager_compile: bool | None = None):
         per_f = {}
     key = (flatten(primals)[1], tuple(leaf_signature(x) for x in leaves))
     plan = per_f.get(key)
+    result = None
     if plan is not None:
         try:
-            return plan.run(leaves, t_leaves)[1]
+            result = plan.run(leaves, t_leaves)[1]
         except Stale:  # what f reads from outside its arguments changed: trace again
             del per_f[key]
             plan = None
@@ -343,7 +374,47 @@ def hvp(f, primals, tangents, eager_compile: bool | None = None):
             return jvp(grad(f), primals, tangents)[1]
         if not plan.tf.lifted_values:
             per_f[key] = plan
-    return plan.run(leaves, t_leaves)[1]
+        result = plan.run(leaves, t_leaves)[1]
+    exact, t_exact = fast_key(primals), fast_key(tangents)
+    if (exact is not None and t_exact is not None and t_exact[0] == exact[0]
+            and plan.exact_for(exact[1])):
+        try:
+            _HVP_EXACT.setdefault(f, {})[exact[0]] = plan  # later calls of these types
+        except TypeError:  # not weakly referenceable: no cache
+            pass
+    return result
+
+
+# f -> {fast_key of primals: plan}: the compiled plans whose arguments of exactly their
+# types may skip the general path (``_hvp_exact``); entries go with f
+_HVP_EXACT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _hvp_exact(f, primals: tuple, tangents: tuple):
+    """``hvp`` without its general checks, flattening and coercions, when the plan for
+    these primals was compiled and they are NumPy arrays (in plain tuples or lists) of
+    exactly its parameters' types, with tangents of the same shapes and dtypes (what
+    the general path checks, keyed by ``fast_key``). None otherwise: the general path."""
+    try:
+        per_f = _HVP_EXACT.get(f)
+    except TypeError:  # not weakly referenceable: no cache
+        return None
+    if not per_f:
+        return None
+    key = fast_key(primals)
+    if key is None:
+        return None
+    plan = per_f.get(key[0])
+    if plan is None:
+        return None
+    t_key = fast_key(tangents)
+    if t_key is None or t_key[0] != key[0]:
+        return None
+    try:
+        return plan.run_exact(key[1], t_key[1])
+    except Stale:  # traced again by the general path
+        del per_f[key[0]]
+        return None
 
 
 from .api_jacobian import hessian, jacfwd, jacrev  # noqa: E402  (they use jvp above)

@@ -95,7 +95,19 @@ def _build_grad(f, argnums, has_aux, call, leaves, holomorphic=False, leaf_types
     entry = _Compiled(module, "main_adjoint", tf, None, prepare=_optimize_adjoint, eager=eager)
     entry.nums, entry.ranges, entry.out_tree = nums, ranges, tf.out_tree
     entry.arg_trees = [flatten(args[a])[1] for a in nums]
+    entry.rebuilds = [_rebuild_of(tree) for tree in entry.arg_trees]
     return entry
+
+
+def _rebuild_of(tree):
+    """``leaves -> tree of that structure``: ``unflatten`` in general, and for the usual
+    structures (one array; a flat tuple or list of arrays) a direct constructor,
+    since it runs at every call."""
+    if tree.kind is None:
+        return lambda leaves: leaves[0]
+    if tree.kind in (tuple, list) and all(c.kind is None for c in tree.children):
+        return tree.kind
+    return lambda leaves: unflatten(tree, leaves)
 
 
 def _optimize_adjoint(module: Module) -> Module:
@@ -104,8 +116,8 @@ def _optimize_adjoint(module: Module) -> Module:
 
 def _grads_tree(entry, grads, args):
     out, k = [], 0
-    for a, tree in zip(entry.nums, entry.arg_trees):  # the structures are in the cache key
+    for a, rebuild in zip(entry.nums, entry.rebuilds):  # the structures are in the cache key
         n = len(entry.ranges[a])
-        out.append(unflatten(tree, list(grads[k:k + n])))
+        out.append(rebuild(list(grads[k:k + n])))
         k += n
     return out

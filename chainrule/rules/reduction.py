@@ -77,10 +77,11 @@ def _softmax_of(x, axis):
     (exp(x - logsumexp(x)) rounds to 1 when |x| ~ 1e16), at every order. A slice of -inf
     only (a fully masked row) gets uniform weights, the limit along the diagonal (as
     logaddexp(-inf, -inf) gives 1/2 each; JAX and PyTorch give nan): its exponentials are
-    all 0, and 1 is added to each (a per-slice constant, 0 elsewhere: one extra pass)."""
+    all 0, and 1 is added to each (a per-slice constant, 0 elsewhere: one extra pass).
+    Computed in the dtype of the exponentials (float32 stays float32)."""
     top = ops.stop_gradient(ops.max(x, axis=axis, keepdims=True))
-    e = ops.exp(x - ops.where(ops.abs(top) < np.inf, top, 0))
-    w = e + ops.where(top == -np.inf, 1.0, 0.0)
+    e = ops.exp(x - ops.where(ops.isfinite(top), top, 0))
+    w = e + ops.astype(top == -np.inf, e.dtype)
     return w / ops.sum(w, axis=axis, keepdims=True)
 
 
