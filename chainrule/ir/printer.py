@@ -111,6 +111,7 @@ class Printer:
         self.const_names: dict[int, str] = {}
         self.header: list[str] = []
         self.reserved = reserved_names() | set(module.functions)
+        self._printable_ops: set[Op] = set()  # ops checked to be the registered ones
 
     # -- names -----------------------------------------------------------------
     def _assign(self, names: dict, taken: set, var: Var) -> str:
@@ -171,17 +172,22 @@ class Printer:
     def value(self, v, names) -> str:
         if type(v) is Call:
             atom = self.atom
-            args = [names[a] if type(a) is Var and a in names else atom(a, names)
+            args = [(names.get(a) or atom(a, names)) if type(a) is Var else atom(a, names)
                     for a in v.args]
-            if type(v.callee) is Op:
-                if OPS.get(v.callee.name) is not v.callee:
-                    raise ChainruleError(f"cannot print a call of {v.callee!r}: no op of that "
-                                         f"name is registered, so the text would not read back "
-                                         f"as this program")
-                special = SPECIAL_PRINT.get(v.callee.name)
+            callee = v.callee
+            if type(callee) is Op:
+                if callee not in self._printable_ops:
+                    if OPS.get(callee.name) is not callee:
+                        raise ChainruleError(f"cannot print a call of {callee!r}: no op of that "
+                                             f"name is registered, so the text would not read "
+                                             f"back as this program")
+                    self._printable_ops.add(callee)
+                special = SPECIAL_PRINT.get(callee.name)
                 if special is not None:
                     return special(v, args)
-                defaults = v.callee.attrs
+                if not v.attrs:
+                    return f"{callee.name}({', '.join(args)})"
+                defaults = callee.attrs
                 for key, val in v.attrs.items():
                     if not isinstance(key, str) or not key.isidentifier() or keyword.iskeyword(
                             key):
@@ -265,7 +271,9 @@ class Printer:
                 v = b.value
                 t = type(v)
                 if t is Call:  # the common case: only its constant operands matter here
-                    atoms.extend(a for a in v.args if type(a) is not Var)
+                    for a in v.args:
+                        if type(a) is not Var:
+                            atoms.append(a)
                     continue
                 atoms.extend(atoms_of(v))
                 inner.extend(nested_blocks(v))
