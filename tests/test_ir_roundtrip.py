@@ -540,3 +540,21 @@ def test_traced_module_roundtrips():
 
     m = cr.trace(f, np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))
     roundtrip(m)
+
+
+def test_a_call_of_an_unregistered_op_is_refused_after_registered_ones():
+    """The printer checks each op once per print; a copy of a registered op (same name,
+    another object) would not read back as itself, wherever it stands."""
+    import copy
+
+    from chainrule.errors import ChainruleError
+    from chainrule.ir import Builder, TensorType
+    from chainrule.ir.op import OPS
+
+    b = Builder()
+    x = b.param("x", TensorType((3,), "f64"))
+    y = b.call(OPS["sin"], [x])
+    z = b.call(copy.copy(OPS["sin"]), [y])
+    m = b.finish_module("main", b.call(OPS["sin"], [z]))
+    with pytest.raises(ChainruleError, match="cannot print a call of Op\\(sin\\)"):
+        str(m)

@@ -283,7 +283,10 @@ def _captured_mask(k) -> np.ndarray | None:
     """The value of a traced boolean index that is an array the function reads from
     outside its arguments (guarded by the trace: ``Trace.captured_mask``), else None."""
     find = getattr(getattr(k, "tracer", None), "captured_mask", None)
-    return find(k.variable) if find is not None else None
+    dtype = getattr(getattr(k, "type", None), "dtype", None)
+    if find is None or dtype is None or not dtype.is_bool:  # integer indices: nothing to find
+        return None
+    return find(k.variable)
 
 
 def _key(key) -> tuple[tuple, list]:
