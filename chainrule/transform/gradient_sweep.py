@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 
-from ..emit.trace import Trace, Traced
+from ..emit.trace import Trace
 from ..errors import CompiledHigherOrderError, GradientError, NoRuleError
 from ..ir.builder import Builder
 from ..ir.nodes import (
@@ -30,8 +30,10 @@ from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, Type, has_float
 from ..ir.visitor import Mutator, atoms_of, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_OPS
-from ..rules import VJP, NoDerivative, has_vjp
-from .adjoint import Adjoints, has_function, prune
+from ..rules import has_vjp
+from .adjoint import Adjoints, has_function
+from .gradient_ops import arg_type_of, op_backward
+from .rule_templates import new_templates
 
 # -- relevance ---------------------------------------------------------------------------
 
@@ -182,6 +184,7 @@ class Context:
         self.renames: dict[Var, Var] = {}
         self.specializations: dict = {}  # (function, env types) -> its vjp's name
         self.result_envs: dict[str, Type] = {}  # vjp name -> env type of its closure result
+        self.templates = new_templates()  # the VJP rules' recorded expansions (this run's)
 
     def finish(self, fn: Function) -> Function:
         """``fn`` with the adjoint names chosen during the sweeps given to its variables."""
@@ -463,54 +466,7 @@ def _call_backward(sweep: Sweep, binding: Binding, msg) -> None:
         for i, part in zip(floats, parts):
             adj.accumulate(call.args[i], part, sweep.wants)
         return
-    op = call.callee
-    if not op.differentiable:
-        return
-    trace = sweep.trace
-    if type(msg) is Var and type(msg.type) is TensorType:  # the common case first
-        dout = Traced(trace, msg)
-    elif isinstance(binding.var.type, TupleType):
-        dresult = adj.materialize(msg, binding.var.type)
-        dout = tuple(adj.wrap(f) for f in adj.split(dresult, binding.var.type))
-    else:
-        dout = adj.wrap(adj.materialize(msg, binding.var.type))
-    new = sweep.copy.atom
-    out = Traced(trace, new(binding.var))
-    args = [new(a) for a in call.args]
-    start = len(sweep.b.bindings)
-    partials = VJP[op](out, dout, *[Traced(trace, a) if type(a) is Var else adj.wrap(a)
-                                    for a in args], **call.attrs)
-    if len(partials) != len(args):
-        raise GradientError(f"the VJP rule of {op.name} returned {len(partials)} cotangents "
-                            f"for {len(args)} operands")
-    fitted, dropped = [], False
-    relevant = sweep.relevant
-    for i, (old, new, p) in enumerate(zip(call.args, args, partials)):
-        if p is None:
-            continue
-        if not (old in relevant if type(old) is Var else _wants_any(sweep, old)):
-            dropped = True
-            continue
-        if type(p) is NoDerivative:
-            raise NoRuleError(f"{binding.var.name} = {op.name}(...): no derivative with "
-                              f"respect to operand {i}: {p.reason}")
-        fitted.append((old, adj.fit(p, new.type if type(new) is Var else arg_type_of(new))))
-    if dropped:  # work done only for a cotangent nobody needs
-        prune(sweep.b.bindings, start, [f for _, f in fitted])
-    for old, atom in fitted:
-        adj.accumulate(old, atom, sweep.wants)
-
-
-def _wants_any(sweep, atom) -> bool:
-    if isinstance(atom, Tuple):
-        return any(_wants_any(sweep, f) for f in atom.fields)
-    return isinstance(atom, Var) and sweep.wants(atom)
-
-
-def arg_type_of(atom) -> Type:
-    if isinstance(atom, Tuple):
-        return TupleType(arg_type_of(f) for f in atom.fields)
-    return atom.type
+    op_backward(sweep, binding, msg)
 
 
 def _tuple_backward(sweep: Sweep, binding: Binding, msg) -> None:

@@ -35,13 +35,13 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.op import Op
+from ..ir.op import Op, attrs_key
 from ..ir.types import FuncType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
 from ..rules import JVP, NoDerivative, has_jvp
 from .adjoint import Adjoints
 from .base import OptionsPass, register_pass
-from .gradient_sweep import arg_type_of
+from .gradient_ops import arg_type_of
 from .jvp_closures import (
     STACK_FORWARD,
     closure_call_forward,
@@ -49,6 +49,7 @@ from .jvp_closures import (
     function_forward,
     has_function,
 )
+from .rule_templates import alias_pattern, new_templates
 
 
 def jvp_type(fn: Function, wrt=None) -> FuncType:
@@ -76,6 +77,7 @@ class _Context:
         # (function, positions with a tangent or None for every float one) -> its jvp's name
         self.names: dict[tuple, str] = {}
         self.zero_result: set[str] = set()  # generated jvps whose result tangent is zero
+        self.templates = new_templates()  # the JVP rules' recorded expansions (this run's)
 
     def jvp_name(self, name: str, wrt=None, jname: str | None = None) -> str:
         """The jvp of module function ``name`` taking tangents for the float parameters
@@ -224,8 +226,49 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     if isinstance(call.callee, GlobalVar) or not op.differentiable or all(
             t is None for t in tangents):
         return
-    adj = sweep.adj
     start = len(sweep.b.bindings)
+    templates = sweep.ctx.templates
+    total = None
+    if templates is not None and templates.cacheable_rule(JVP, op):
+        args = [sweep.copy.atom(a) for a in call.args]
+        key = _key(op, call.attrs, new, args, tangents)
+        if key is not None:
+            (total,) = templates.expand(
+                key, (new, *args, *[t for t in tangents if t is not None]), sweep.trace,
+                lambda: [_tangent(sweep, binding, new, tangents)])
+        else:
+            total = _tangent(sweep, binding, new, tangents)
+    else:
+        total = _tangent(sweep, binding, new, tangents)
+    sweep.set_tangent(binding.var, total, new, start)
+
+
+def _key(op, attrs, new, args, tangents) -> tuple | None:
+    """What the expansion of a call's tangent depends on (see rule_templates.py): the
+    op, its attributes, the types of its result, operands and non-zero tangents, which
+    tangents are zero, which of these variables are the same."""
+    if attrs:
+        ak = attrs_key(attrs)
+        if ak is None:
+            return None
+    else:
+        ak = ()
+    key = [op, ak, id(new.type)]
+    for a, t in zip(args, tangents):
+        if type(a) is not Var or (t is not None and type(t) is not Var):
+            return None  # a constant (a rule may read its value), a tuple
+        key.append(id(a.type))
+        key.append(None if t is None else id(t.type))
+    key.append(alias_pattern((new, *args, *[t for t in tangents if t is not None])))
+    return tuple(key)
+
+
+def _tangent(sweep: _ForwardSweep, binding: Binding, new: Var, tangents):
+    """The tangent of ``new``, the copy of ``binding`` (a call of an op), emitted from
+    its operands' ``tangents`` (None: a symbolic zero; one at least is not)."""
+    call = binding.value
+    op = call.callee
+    adj = sweep.adj
     varying = [i for i, t in enumerate(tangents) if t is not None]
     linear = range(len(call.args)) if op.linear == "all" else (
         op.linear if isinstance(op.linear, tuple) else ())
@@ -237,9 +280,7 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
         # zero base, where's other branch)
         targs = [tangents[i] if t is not None else sweep.copy.atom(a)
                  for i, (a, t) in enumerate(zip(call.args, tangents))]
-        total = _fit_out(adj, adj.wrap(sweep.b.call(op, targs, call.attrs)), new.type)
-        sweep.set_tangent(binding.var, total, new, start)
-        return
+        return _fit_out(adj, adj.wrap(sweep.b.call(op, targs, call.attrs)), new.type)
     args = [adj.wrap(sweep.copy.atom(a)) for a in call.args]
     maps = JVP[op](Traced(sweep.trace, new), *args, **call.attrs)
     if len(maps) != len(args):
@@ -254,7 +295,7 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
                               f"respect to operand {i}: {m.reason}")
         contrib = m(adj.wrap(adj.materialize(t, _type(t))))
         total = adj.add(total, _fit_out(adj, contrib, new.type), new.type)
-    sweep.set_tangent(binding.var, total, new, start)
+    return total
 
 
 def _type(msg):

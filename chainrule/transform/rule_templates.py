@@ -1,0 +1,250 @@
+"""Memoized rule expansion ("rule templates") for the AD passes.
+
+A derivative rule is Python that emits IR: applied to the same op with the same
+attributes, operand types and pattern of symbolic zeros, it emits the same
+bindings every time, up to the names of the variables it reads and of the fresh
+temporaries it makes. A long program applies the same few rules over and over (a
+chain of 100,000 bindings has four distinct keys), and running the rule, the
+operators, the ops layer and type inference again for each one is most of a
+pass's time. So the first expansion for a key is recorded as a *template*: the
+bindings it emitted, each with its op, operands as *slots* (the rule's inputs,
+earlier results of the template, or the shared ``Constant`` nodes it used),
+attributes, inferred type and the offset of its ``lvN`` name; and the atoms the
+expansion returned, as slots. Later expansions for the key replay the template:
+variables, calls and bindings are built directly, with the names the rule would
+have given them, and the rule does not run.
+
+The IR is the one the rule would have made (same text, names, types and shared
+constants), because a key is confirmed only when a second expansion records the
+same template as the first (the same ops, operands, attributes, types, names, and
+the same ``Constant`` objects: a rule that makes a new constant each time, such as
+``np.eye(n)`` or a NaN, is never replayed); and because only what a rule may read is
+allowed to vary between keys' hits:
+
+- the rule is a built-in one (defined in ``chainrule.rules``): user rules,
+  ``custom_vjp`` / ``custom_jvp`` and ops made at run time always run;
+- every operand, result and message is a variable of array type (a constant
+  operand may be read by value, as ``power``'s exponent is; a tuple is taken
+  apart by the rule): the key holds the op, its attributes (those with an exact
+  key, ``ir.op.attrs_key``), the identities of the operand, result and message
+  types, which operands are aliases of which, and the pass's per-operand facts
+  (relevance, which tangents are symbolic zeros);
+- the expansion emitted only calls of registered ops on the slots and on
+  constants, into the open block, named ``lvN``; it lifted and captured nothing;
+- a rule that raises records nothing (it runs, and raises, every time).
+
+The cache lives as long as one pass run (a ``gradient`` / ``jvp`` request and the
+functions it generates): keys hold type objects, so a type's identity in a key
+cannot be reused while its entry lives, nothing else of the program is held, and
+no state can change under it (a rule re-registered between runs is simply found
+by the next run). At most ``LIMIT`` keys are recorded per run.
+
+``disabled()`` turns replay off (tests compare the programs made both ways).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from operator import itemgetter
+
+from ..emit.trace import REBOUND
+from ..ir.nodes import Binding, Call, Constant, Var
+from ..ir.op import OPS, Op, attrs_key
+from ..ir.types import TensorType
+
+ENABLED = True  # read when a pass run starts (``disabled()`` for tests)
+LIMIT = 4096  # keys recorded per pass run
+
+
+@contextmanager
+def disabled():
+    """Pass runs started inside run every rule (no template is recorded or replayed)."""
+    global ENABLED
+    saved, ENABLED = ENABLED, False
+    try:
+        yield
+    finally:
+        ENABLED = saved
+
+
+def new_templates() -> RuleTemplates | None:
+    """The cache of a new pass run, or None while templates are disabled."""
+    return RuleTemplates() if ENABLED else None
+
+
+_UNCACHEABLE = "uncacheable"  # a key whose expansion always runs the rule
+
+
+class Template:
+    """A recorded expansion: ``steps`` of (op, operand getter, attributes, type, name
+    offset), ``outs`` (slot or None per returned atom), ``advance`` (how many ``lvN``
+    names the expansion consumed, including those of bindings it dropped)."""
+
+    __slots__ = ("steps", "outs", "advance", "consts", "shape", "holds")
+
+    def __init__(self, steps, outs, advance, consts, shape, holds):
+        self.steps = steps
+        self.outs = outs
+        self.advance = advance
+        self.consts = consts
+        self.shape = shape  # what two recordings must agree on (constants by identity)
+        self.holds = holds  # the key's type objects, kept alive with it
+
+    def same(self, other: Template) -> bool:
+        return (self.shape == other.shape and len(self.consts) == len(other.consts)
+                and all(a is b for a, b in zip(self.consts, other.consts)))
+
+    def replay(self, inputs, builder) -> list:
+        vals = list(inputs)
+        vals += self.consts
+        append = vals.append
+        frame = builder._frames[-1]
+        emit = frame.append
+        c0 = builder._counter
+        for op, operands, attrs, t, offset in self.steps:
+            var = Var(f"lv{c0 + offset}", t)
+            emit(Binding(var, Call(op, operands(vals), attrs)))
+            append(var)
+        builder._counter = c0 + self.advance
+        return [None if r is None else vals[r] for r in self.outs]
+
+
+class _Pending:
+    """A key's first recording, used once a second one agrees with it."""
+
+    __slots__ = ("template",)
+
+    def __init__(self, template: Template):
+        self.template = template
+
+
+class RuleTemplates:
+    """One pass run's templates, by key (see the module docstring)."""
+
+    def __init__(self):
+        self.entries: dict = {}
+        self.rule_ok: dict = {}  # (table id, op) -> whether its rule may be templated
+
+    def cacheable_rule(self, table: dict, op) -> bool:
+        """Whether ``op``'s rule in ``table`` is a built-in rule of a registered op."""
+        key = (id(table), op)
+        ok = self.rule_ok.get(key)
+        if ok is None:
+            rule = table.get(op)
+            ok = self.rule_ok[key] = (
+                type(op) is Op and OPS.get(op.name) is op and rule is not None
+                and getattr(rule, "__module__", "").startswith("chainrule.rules."))
+        return ok and not REBOUND
+
+    def expand(self, key, inputs, trace, run) -> list:
+        """The atoms ``run()`` returns after emitting the expansion of ``key`` (whose
+        slots are ``inputs``) into ``trace``'s open block; replayed once confirmed."""
+        entries = self.entries
+        entry = entries.get(key)
+        if type(entry) is Template:
+            return entry.replay(inputs, trace.builder)
+        if entry is _UNCACHEABLE:
+            return run()
+        builder = trace.builder
+        frames = builder._frames
+        frame = frames[-1]
+        start, counter, depth = len(frame), builder._counter, len(frames)
+        lifted, captured = len(trace.lifted), len(trace.captured)
+        outs = run()
+        template = None
+        if (len(frames) == depth and frames[-1] is frame and len(frame) >= start
+                and len(trace.lifted) == lifted and len(trace.captured) == captured):
+            template = _record(inputs, frame, start, counter, builder._counter, outs)
+        if template is None:
+            if entry is not None or len(entries) < LIMIT:
+                entries[key] = _UNCACHEABLE
+        elif entry is None:
+            if len(entries) < LIMIT:
+                entries[key] = _Pending(template)
+        else:
+            entries[key] = template if entry.template.same(template) else _UNCACHEABLE
+        return outs
+
+
+def alias_pattern(inputs) -> tuple | None:
+    """Which inputs are the same variable (None when all differ): part of a key, since a
+    template refers to the first input a recorded operand was."""
+    ids = [id(x) for x in inputs]
+    if len(set(ids)) == len(ids):
+        return None
+    return tuple([ids.index(i) for i in ids])
+
+
+def _getter(refs: tuple):
+    if len(refs) == 1:
+        (r,) = refs
+        return lambda vals: (vals[r],)
+    if not refs:
+        return lambda vals: ()
+    return itemgetter(*refs)
+
+
+def _record(inputs, frame, start, counter, end_counter, outs) -> Template | None:
+    """The template of what was emitted in ``frame[start:]`` (names from ``counter`` to
+    ``end_counter``) with results ``outs``; None when it is not a plain expansion."""
+    slots = {}
+    for i, x in enumerate(inputs):
+        if type(x) is not Var or type(x.type) is not TensorType:
+            return None
+        slots.setdefault(id(x), ("in", i))
+    consts: list = []
+    const_slot: dict = {}
+    raw = []
+    for k, b in enumerate(frame[start:]):
+        value, var = b.value, b.var
+        if (type(value) is not Call or type(value.callee) is not Op
+                or OPS.get(value.callee.name) is not value.callee
+                or type(var) is not Var or type(var.type) is not TensorType):
+            return None
+        name = var.name
+        if not (name.startswith("lv") and name[2:].isdigit()):
+            return None
+        n = int(name[2:])
+        if not counter <= n < end_counter or name != f"lv{n}":
+            return None
+        refs = []
+        for a in value.args:
+            t = type(a)
+            if t is Var:
+                ref = slots.get(id(a))
+                if ref is None:
+                    return None
+            elif t is Constant:
+                ref = const_slot.get(id(a))
+                if ref is None:
+                    ref = const_slot[id(a)] = ("const", len(consts))
+                    consts.append(a)
+            else:
+                return None
+            refs.append(ref)
+        akey = attrs_key(value.attrs)
+        if akey is None:
+            return None
+        slots[id(var)] = ("step", k)
+        raw.append((value.callee, tuple(refs), value.attrs, akey, var.type, n - counter))
+    out_refs = []
+    for o in outs:
+        if o is None:
+            out_refs.append(None)
+            continue
+        ref = slots.get(id(o)) if type(o) is Var else None
+        if ref is None:
+            return None
+        out_refs.append(ref)
+    base = {"in": 0, "const": len(inputs), "step": len(inputs) + len(consts)}
+
+    def number(ref):
+        return None if ref is None else base[ref[0]] + ref[1]
+
+    steps = tuple((op, _getter(tuple(number(r) for r in refs)), attrs, t, offset)
+                  for op, refs, attrs, _, t, offset in raw)
+    shape = (tuple((op, refs, akey, t, offset) for op, refs, _, akey, t, offset in raw),
+             tuple(out_refs), end_counter - counter)
+    outs_numbered = tuple(number(r) for r in out_refs)
+    return Template(steps, outs_numbered, end_counter - counter, consts, shape,
+                    [x.type for x in inputs])
