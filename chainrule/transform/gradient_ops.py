@@ -22,20 +22,20 @@ def op_backward(sweep, binding, msg) -> None:
     op = call.callee
     if not op.differentiable:
         return
-    new = sweep.copy.atom
-    out = new(binding.var)
+    subst = sweep.copy.subst.get  # ForwardCopy.atom, inlined for variables
+    out = subst(binding.var, binding.var)
     olds = call.args
-    args = [new(a) for a in olds]
+    args = [subst(a, a) if type(a) is Var else sweep.copy.atom(a) for a in olds]
     templates = sweep.ctx.templates
-    fitted = None
+    key = None
     if (templates is not None and type(msg) is Var and type(msg.type) is TensorType
-            and templates.cacheable_rule(VJP, op)):
+            and templates.cacheable_rule(op)):
         key = _key(op, call.attrs, out, msg, olds, args, sweep.relevant)
-        if key is not None:
-            fitted = templates.expand(key, (out, msg, *args), sweep.trace,
-                                      lambda: _apply_rule(sweep, binding, msg, out, args))
-    if fitted is None:
+    if key is None:
         fitted = _apply_rule(sweep, binding, msg, out, args)
+    else:
+        fitted = templates.expand(key, (out, msg, *args), sweep.trace, _apply_rule, sweep,
+                                  binding, msg, out, args)
     adj = sweep.adj
     msgs, wants = adj.msgs, sweep.wants
     for old, atom in zip(olds, fitted):

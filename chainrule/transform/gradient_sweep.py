@@ -30,7 +30,7 @@ from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, Type, has_float
 from ..ir.visitor import Mutator, atoms_of, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_OPS
-from ..rules import has_vjp
+from ..rules import VJP, has_vjp
 from .adjoint import Adjoints, has_function
 from .gradient_ops import arg_type_of, op_backward
 from .rule_templates import new_templates
@@ -184,7 +184,7 @@ class Context:
         self.renames: dict[Var, Var] = {}
         self.specializations: dict = {}  # (function, env types) -> its vjp's name
         self.result_envs: dict[str, Type] = {}  # vjp name -> env type of its closure result
-        self.templates = new_templates()  # the VJP rules' recorded expansions (this run's)
+        self.templates = new_templates(VJP)  # the VJP rules' recorded expansions (this run's)
 
     def finish(self, fn: Function) -> Function:
         """``fn`` with the adjoint names chosen during the sweeps given to its variables."""
@@ -358,21 +358,28 @@ class Sweep:
         found = {}
         frame = self.b.bindings  # handlers open nested blocks but return to this one
         backward = self.ctx.backward
+        # calls of ops skip the dispatch (and _call_backward's tests of the callee)
+        ops_direct = backward.get(Call) is _call_backward
+        msgs, relevant, named_early = adj.msgs, self.relevant, self.named_early
         for binding in reversed(self.bindings):
             v = binding.var
-            msg = adj.msgs.pop(v, None)
-            if msg is None or v not in self.relevant:
+            msg = msgs.pop(v, None)
+            if msg is None or v not in relevant:
                 continue
-            if isinstance(v.type, TensorType) and self.named_early.get(v) is not msg:
+            if type(v.type) is TensorType and named_early.get(v) is not msg:
                 msg = self.name_adjoint(v, msg)
             if v in keep:
                 found[v] = msg
-            handler = backward.get(type(binding.value))
-            if handler is None:
-                raise GradientError(f"{v.name}: reverse mode through "
-                                    f"{type(binding.value).__name__} is not supported")
             start = len(frame)
-            handler(self, binding, msg)
+            value = binding.value
+            if ops_direct and type(value) is Call and type(value.callee) is Op:
+                op_backward(self, binding, msg)
+            else:
+                handler = backward.get(type(value))
+                if handler is None:
+                    raise GradientError(f"{v.name}: reverse mode through "
+                                        f"{type(value).__name__} is not supported")
+                handler(self, binding, msg)
             if self.expected:
                 self._name_final(binding, frame, start)
         for p in self.inputs:
@@ -406,6 +413,14 @@ class Sweep:
             return
         msgs = self.adj.msgs
         end = len(frame)
+        if len(done) == 1 and end > start:  # the common case: the rule's last binding
+            u = done[0]
+            m = msgs.get(u)
+            if type(m) is Var and frame[-1].var is m and type(u.type) is TensorType:
+                new = self.b.rebind(end - 1, f"{self.new(u).name}_adjoint")
+                msgs[u] = self.named_early[u] = new
+                self.ctx.named.add(new)
+                return
         for u in done:
             m = msgs.get(u)
             if type(m) is not Var or type(u.type) is not TensorType:

@@ -77,7 +77,7 @@ class _Context:
         # (function, positions with a tangent or None for every float one) -> its jvp's name
         self.names: dict[tuple, str] = {}
         self.zero_result: set[str] = set()  # generated jvps whose result tangent is zero
-        self.templates = new_templates()  # the JVP rules' recorded expansions (this run's)
+        self.templates = new_templates(JVP)  # the JVP rules' recorded expansions (this run's)
 
     def jvp_name(self, name: str, wrt=None, jname: str | None = None) -> str:
         """The jvp of module function ``name`` taking tangents for the float parameters
@@ -188,9 +188,9 @@ class _ForwardSweep:
         """Record a tangent; a variable the rule just emitted is named ``<v>_dot``."""
         if msg is None:
             return
-        if (start is not None and type(msg) is Var and isinstance(old.type, TensorType)
+        if (start is not None and type(msg) is Var and type(old.type) is TensorType
                 and msg not in self.ctx.named):
-            frame = self.b.bindings
+            frame = self.b._frames[-1]
             if len(frame) > start and frame[-1].var is msg:
                 # the rule's last binding, which nothing reads yet: named at once
                 msg = self.b.rebind(len(frame) - 1, f"{new.name}_dot")
@@ -201,14 +201,18 @@ class _ForwardSweep:
 
 def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     call = binding.value
+    callee = call.callee
+    if type(callee) is Op or isinstance(callee, Op):
+        stack = STACK_FORWARD.get(callee)  # the stacks of reverse-mode loops
+        return _op_forward(sweep, binding) if stack is None else stack(sweep, binding)
     tangents = [sweep.tangent(a) for a in call.args]
-    if isinstance(call.callee, GlobalVar) and (any(t is not None for t in tangents) or (
-            has_function(sweep.ctx.module[call.callee.name].ret_type))):
-        fn = sweep.ctx.module[call.callee.name]
+    if isinstance(callee, GlobalVar) and (any(t is not None for t in tangents) or (
+            has_function(sweep.ctx.module[callee.name].ret_type))):
+        fn = sweep.ctx.module[callee.name]
         # only the non-zero tangents are passed: the callee's jvp for that pattern
         wrt = [i for i, (t, p) in enumerate(zip(tangents, fn.params))
                if t is not None and has_float(p.type)]
-        jname = sweep.ctx.jvp_name(call.callee.name, wrt)
+        jname = sweep.ctx.jvp_name(callee.name, wrt)
         args = [sweep.copy.atom(a) for a in call.args]
         dargs = [sweep.adj.materialize(tangents[i], fn.params[i].type) for i in wrt]
         pair = sweep.b.emit(Call(GlobalVar(jname), args + dargs), f"{binding.var.name}_jvp")
@@ -217,33 +221,41 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
         if jname not in sweep.ctx.zero_result:
             sweep.set_tangent(binding.var, sweep.b.emit(TupleGetItem(pair, 1)), new)
         return
-    if isinstance(call.callee, Var):
+    if isinstance(callee, Var):
         return closure_call_forward(sweep, binding)
-    if isinstance(call.callee, Op) and call.callee in STACK_FORWARD:
-        return STACK_FORWARD[call.callee](sweep, binding)
-    new = sweep.copy_binding(binding)
+    sweep.copy_binding(binding)  # a call of a module function with zero tangents
+
+
+def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
+    """A call of an op copied, then its tangent from its operands' (the rule's
+    expansion, or its template replayed: rule_templates.py)."""
+    call = binding.value
     op = call.callee
-    if isinstance(call.callee, GlobalVar) or not op.differentiable or all(
-            t is None for t in tangents):
+    copy = sweep.copy
+    # the copy of an op call (Mutator.emit_bindings' own path, for one binding)
+    new = copy.subst[binding.var] = copy._copy_op_call(binding)
+    if not op.differentiable:
         return
-    start = len(sweep.b.bindings)
+    get = sweep.tangents.get
+    tangents = [get(a) if type(a) is Var else sweep.tangent(a) for a in call.args]
+    nonzero = [t for t in tangents if t is not None]
+    if not nonzero:
+        return
+    start = len(sweep.b._frames[-1])
     templates = sweep.ctx.templates
-    total = None
-    if templates is not None and templates.cacheable_rule(JVP, op):
-        args = [sweep.copy.atom(a) for a in call.args]
-        key = _key(op, call.attrs, new, args, tangents)
-        if key is not None:
-            (total,) = templates.expand(
-                key, (new, *args, *[t for t in tangents if t is not None]), sweep.trace,
-                lambda: [_tangent(sweep, binding, new, tangents)])
-        else:
-            total = _tangent(sweep, binding, new, tangents)
-    else:
+    key = None
+    if templates is not None and templates.cacheable_rule(op):
+        args = [copy.atom(a) for a in call.args]
+        key = _key(op, call.attrs, new, args, tangents, nonzero)
+    if key is None:
         total = _tangent(sweep, binding, new, tangents)
+    else:
+        total = templates.expand(key, (new, *args, *nonzero), sweep.trace, _tangent_one,
+                                 sweep, binding, new, tangents)[0]
     sweep.set_tangent(binding.var, total, new, start)
 
 
-def _key(op, attrs, new, args, tangents) -> tuple | None:
+def _key(op, attrs, new, args, tangents, nonzero) -> tuple | None:
     """What the expansion of a call's tangent depends on (see rule_templates.py): the
     op, its attributes, the types of its result, operands and non-zero tangents, which
     tangents are zero, which of these variables are the same."""
@@ -253,14 +265,33 @@ def _key(op, attrs, new, args, tangents) -> tuple | None:
             return None
     else:
         ak = ()
+    if len(args) == 1:
+        (a,), (t,) = args, tangents  # t is not None: a tangent varies
+        if type(a) is not Var or type(t) is not Var:
+            return None  # a constant (a rule may read its value), a tuple
+        return (op, ak, id(new.type), id(a.type), id(t.type),
+                alias_pattern((new, a, t)) if a is t or new is a or new is t else None)
+    if len(args) == 2:
+        (a, b), (s, t) = args, tangents
+        if (type(a) is not Var or type(b) is not Var or (s is not None and type(s) is not Var)
+                or (t is not None and type(t) is not Var)):
+            return None
+        return (op, ak, id(new.type), id(a.type), id(b.type),
+                None if s is None else id(s.type), None if t is None else id(t.type),
+                alias_pattern((new, a, b, *nonzero))
+                if a is b or a is s or a is t or b is s or b is t or s is t else None)
     key = [op, ak, id(new.type)]
     for a, t in zip(args, tangents):
         if type(a) is not Var or (t is not None and type(t) is not Var):
-            return None  # a constant (a rule may read its value), a tuple
+            return None
         key.append(id(a.type))
         key.append(None if t is None else id(t.type))
-    key.append(alias_pattern((new, *args, *[t for t in tangents if t is not None])))
+    key.append(alias_pattern((new, *args, *nonzero)))
     return tuple(key)
+
+
+def _tangent_one(sweep: _ForwardSweep, binding: Binding, new: Var, tangents) -> tuple:
+    return (_tangent(sweep, binding, new, tangents),)
 
 
 def _tangent(sweep: _ForwardSweep, binding: Binding, new: Var, tangents):

@@ -45,7 +45,6 @@ by the next run). At most ``LIMIT`` keys are recorded per run.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from operator import itemgetter
 
 from ..emit.trace import REBOUND
 from ..ir.nodes import Binding, Call, Constant, Var
@@ -67,46 +66,68 @@ def disabled():
         ENABLED = saved
 
 
-def new_templates() -> RuleTemplates | None:
-    """The cache of a new pass run, or None while templates are disabled."""
-    return RuleTemplates() if ENABLED else None
+def new_templates(table: dict) -> RuleTemplates | None:
+    """The cache of a new pass run applying the rules of ``table`` (VJP or JVP), or
+    None while templates are disabled."""
+    return RuleTemplates(table) if ENABLED else None
 
 
 _UNCACHEABLE = "uncacheable"  # a key whose expansion always runs the rule
 
 
 class Template:
-    """A recorded expansion: ``steps`` of (op, operand getter, attributes, type, name
-    offset), ``outs`` (slot or None per returned atom), ``advance`` (how many ``lvN``
-    names the expansion consumed, including those of bindings it dropped)."""
+    """A recorded expansion: ``steps`` of (op, operand slots, attributes, type, name
+    offset), ``outs`` (the slots of the returned atoms), ``advance`` (how many ``lvN``
+    names the expansion consumed, including those of bindings it dropped). A slot is
+    ``("in", i)`` (the i-th input), ``("const", i)``, ``("step", i)`` (the i-th
+    step's result) or None (a returned None).
 
-    __slots__ = ("steps", "outs", "advance", "consts", "shape", "holds")
+    ``replay(inputs, builder)`` is compiled once the template is confirmed: a Python
+    function emitting the steps one after the other with the slots as local
+    variables (no loop, no slot list: a replay is most of what a pass does per
+    binding), made from the template's own numbers and the ops, types, attributes
+    and constants passed as globals, never from program text."""
 
-    def __init__(self, steps, outs, advance, consts, shape, holds):
+    __slots__ = ("steps", "outs", "advance", "consts", "shape", "holds", "replay")
+
+    def __init__(self, steps, outs, advance, consts, n_inputs, holds):
         self.steps = steps
         self.outs = outs
         self.advance = advance
         self.consts = consts
-        self.shape = shape  # what two recordings must agree on (constants by identity)
+        # what two recordings must agree on (their constants by identity, in ``same``)
+        self.shape = (tuple((op, refs, attrs_key(attrs), t, offset)
+                            for op, refs, attrs, t, offset in steps), outs, advance, n_inputs)
         self.holds = holds  # the key's type objects, kept alive with it
+        self.replay = None
 
     def same(self, other: Template) -> bool:
         return (self.shape == other.shape and len(self.consts) == len(other.consts)
                 and all(a is b for a, b in zip(self.consts, other.consts)))
 
-    def replay(self, inputs, builder) -> list:
-        vals = list(inputs)
-        vals += self.consts
-        append = vals.append
-        frame = builder._frames[-1]
-        emit = frame.append
-        c0 = builder._counter
-        for op, operands, attrs, t, offset in self.steps:
-            var = Var(f"lv{c0 + offset}", t)
-            emit(Binding(var, Call(op, operands(vals), attrs)))
-            append(var)
-        builder._counter = c0 + self.advance
-        return [None if r is None else vals[r] for r in self.outs]
+    def compile(self) -> Template:
+        n_inputs = self.shape[-1]
+        names = {"in": "i", "const": "k", "step": "s"}
+
+        def slot(ref):
+            return "None" if ref is None else f"{names[ref[0]]}{ref[1]}"
+
+        env = {"Var": Var, "Call": Call, "Binding": Binding}
+        env.update((f"k{i}", c) for i, c in enumerate(self.consts))
+        lines = ["def replay(inputs, builder):",
+                 "    (" + "".join(f"i{i}, " for i in range(n_inputs)) + ") = inputs",
+                 "    emit = builder._frames[-1].append",
+                 "    c = builder._counter"]
+        for j, (op, refs, attrs, t, offset) in enumerate(self.steps):
+            env[f"op{j}"], env[f"a{j}"], env[f"t{j}"] = op, attrs, t
+            operands = "".join(f"{slot(r)}, " for r in refs)
+            lines.append(f'    s{j} = Var(f"lv{{c + {offset}}}", t{j})')
+            lines.append(f"    emit(Binding(s{j}, Call(op{j}, ({operands}), a{j})))")
+        lines.append(f"    builder._counter = c + {self.advance}")
+        lines.append("    return (" + "".join(f"{slot(r)}, " for r in self.outs) + ")")
+        exec("\n".join(lines), env)  # noqa: S102 - the template's own numbers, see above
+        self.replay = env["replay"]
+        return self
 
 
 class _Pending:
@@ -121,36 +142,38 @@ class _Pending:
 class RuleTemplates:
     """One pass run's templates, by key (see the module docstring)."""
 
-    def __init__(self):
+    def __init__(self, table: dict):
+        self.table = table  # the rules: VJP or JVP
         self.entries: dict = {}
-        self.rule_ok: dict = {}  # (table id, op) -> whether its rule may be templated
+        self.rule_ok: dict = {}  # op -> whether its rule may be templated
 
-    def cacheable_rule(self, table: dict, op) -> bool:
-        """Whether ``op``'s rule in ``table`` is a built-in rule of a registered op."""
-        key = (id(table), op)
-        ok = self.rule_ok.get(key)
+    def cacheable_rule(self, op) -> bool:
+        """Whether ``op``'s rule is a built-in rule of a registered op (and no custom
+        rule is running: values it closed over stand for operands, trace.REBOUND)."""
+        ok = self.rule_ok.get(op)
         if ok is None:
-            rule = table.get(op)
-            ok = self.rule_ok[key] = (
+            rule = self.table.get(op)
+            ok = self.rule_ok[op] = (
                 type(op) is Op and OPS.get(op.name) is op and rule is not None
                 and getattr(rule, "__module__", "").startswith("chainrule.rules."))
         return ok and not REBOUND
 
-    def expand(self, key, inputs, trace, run) -> list:
-        """The atoms ``run()`` returns after emitting the expansion of ``key`` (whose
-        slots are ``inputs``) into ``trace``'s open block; replayed once confirmed."""
+    def expand(self, key, inputs, trace, run, *args):
+        """The atoms (a sequence) ``run(*args)`` returns after emitting the expansion
+        of ``key`` (whose slots are ``inputs``) into ``trace``'s open block; replayed
+        once confirmed."""
         entries = self.entries
         entry = entries.get(key)
         if type(entry) is Template:
             return entry.replay(inputs, trace.builder)
         if entry is _UNCACHEABLE:
-            return run()
+            return run(*args)
         builder = trace.builder
         frames = builder._frames
         frame = frames[-1]
         start, counter, depth = len(frame), builder._counter, len(frames)
         lifted, captured = len(trace.lifted), len(trace.captured)
-        outs = run()
+        outs = run(*args)
         template = None
         if (len(frames) == depth and frames[-1] is frame and len(frame) >= start
                 and len(trace.lifted) == lifted and len(trace.captured) == captured):
@@ -162,7 +185,8 @@ class RuleTemplates:
             if len(entries) < LIMIT:
                 entries[key] = _Pending(template)
         else:
-            entries[key] = template if entry.template.same(template) else _UNCACHEABLE
+            entries[key] = (template.compile() if entry.template.same(template)
+                            else _UNCACHEABLE)
         return outs
 
 
@@ -173,15 +197,6 @@ def alias_pattern(inputs) -> tuple | None:
     if len(set(ids)) == len(ids):
         return None
     return tuple([ids.index(i) for i in ids])
-
-
-def _getter(refs: tuple):
-    if len(refs) == 1:
-        (r,) = refs
-        return lambda vals: (vals[r],)
-    if not refs:
-        return lambda vals: ()
-    return itemgetter(*refs)
 
 
 def _record(inputs, frame, start, counter, end_counter, outs) -> Template | None:
@@ -222,11 +237,10 @@ def _record(inputs, frame, start, counter, end_counter, outs) -> Template | None
             else:
                 return None
             refs.append(ref)
-        akey = attrs_key(value.attrs)
-        if akey is None:
+        if attrs_key(value.attrs) is None:
             return None
         slots[id(var)] = ("step", k)
-        raw.append((value.callee, tuple(refs), value.attrs, akey, var.type, n - counter))
+        raw.append((value.callee, tuple(refs), value.attrs, var.type, n - counter))
     out_refs = []
     for o in outs:
         if o is None:
@@ -236,15 +250,5 @@ def _record(inputs, frame, start, counter, end_counter, outs) -> Template | None
         if ref is None:
             return None
         out_refs.append(ref)
-    base = {"in": 0, "const": len(inputs), "step": len(inputs) + len(consts)}
-
-    def number(ref):
-        return None if ref is None else base[ref[0]] + ref[1]
-
-    steps = tuple((op, _getter(tuple(number(r) for r in refs)), attrs, t, offset)
-                  for op, refs, attrs, _, t, offset in raw)
-    shape = (tuple((op, refs, akey, t, offset) for op, refs, _, akey, t, offset in raw),
-             tuple(out_refs), end_counter - counter)
-    outs_numbered = tuple(number(r) for r in out_refs)
-    return Template(steps, outs_numbered, end_counter - counter, consts, shape,
+    return Template(tuple(raw), tuple(out_refs), end_counter - counter, consts, len(inputs),
                     [x.type for x in inputs])
