@@ -12,7 +12,7 @@ from ..ir.op import attrs_key
 from ..ir.types import TensorType, TupleType, Type
 from ..rules import VJP, NoDerivative
 from .adjoint import prune
-from .rule_templates import alias_pattern
+from .rule_templates import Template, alias_pattern
 
 
 def op_backward(sweep, binding, msg) -> None:
@@ -22,10 +22,11 @@ def op_backward(sweep, binding, msg) -> None:
     op = call.callee
     if not op.differentiable:
         return
-    subst = sweep.copy.subst.get  # ForwardCopy.atom, inlined for variables
+    subst = sweep.copy.subst.get  # ForwardCopy.atom, inlined for variables and constants
     out = subst(binding.var, binding.var)
     olds = call.args
-    args = [subst(a, a) if type(a) is Var else sweep.copy.atom(a) for a in olds]
+    args = (list(map(subst, olds, olds)) if Tuple not in map(type, olds)
+            else [sweep.copy.atom(a) for a in olds])
     templates = sweep.ctx.templates
     key = None
     if (templates is not None and type(msg) is Var and type(msg.type) is TensorType
@@ -34,8 +35,12 @@ def op_backward(sweep, binding, msg) -> None:
     if key is None:
         fitted = _apply_rule(sweep, binding, msg, out, args)
     else:
-        fitted = templates.expand(key, (out, msg, *args), sweep.trace, _apply_rule, sweep,
-                                  binding, msg, out, args)
+        template = templates.entries.get(key)
+        if type(template) is Template:  # RuleTemplates.expand's common case, inlined
+            fitted = template.replay((out, msg, *args), sweep.b)
+        else:
+            fitted = templates.expand(key, (out, msg, *args), sweep.trace, _apply_rule,
+                                      sweep, binding, msg, out, args)
     adj = sweep.adj
     msgs, wants = adj.msgs, sweep.wants
     for old, atom in zip(olds, fitted):

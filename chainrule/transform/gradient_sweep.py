@@ -56,23 +56,27 @@ def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
         reads.append(used)
         if type(v) is Call and type(v.callee) is Op and not v.callee.differentiable:
             continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
-        if has_float(b.var.type) and any(map(needs.__contains__, used)):
+        t = b.var.type
+        if ((t.dtype[0] in "fc" if type(t) is TensorType else has_float(t))  # has_float
+                and any(map(needs.__contains__, used))):
             needs.add(b.var)
     reaches = {t for t in targets if isinstance(t, Var)}
     counts: dict[Var, int] = {}
     other: set[Var] = set(reaches)
+    get = counts.get
     for i in range(len(bindings) - 1, -1, -1):
         b = bindings[i]
-        if b.var in reaches:
+        var = b.var
+        if var in reaches:
             used = reads[i]
             reaches.update(used)
-            if b.var in needs:
+            if var in needs:
                 v = b.value
                 t = type(v)
                 if ((t is Call and type(v.callee) is Op) or t is Tuple or t is TupleGetItem
                         or t is Var):
                     for a in used:
-                        counts[a] = counts.get(a, 0) + 1
+                        counts[a] = get(a, 0) + 1
                 else:
                     other.update(used)
     for v in other:
@@ -80,44 +84,55 @@ def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
     return needs & reaches, counts
 
 
-def missing_rules(bindings, relevant) -> list[str]:
+def _check_relevant(bindings, relevant) -> None:
+    """Refuse, among the relevant bindings, function values inside tuples or stacks
+    (``_refuse_binding``), then calls of ops without a VJP rule."""
     missing = {}
     for b in bindings:
-        v = b.value
-        if b.var in relevant and isinstance(v, Call) and isinstance(v.callee, Op):
-            if not has_vjp(v.callee):
-                missing.setdefault(v.callee.name, []).append(b.var.name)
-    return [f"{op} (at {', '.join(vs[:3])}{'...' if len(vs) > 3 else ''})"
-            for op, vs in missing.items()]
-
-
-def _refuse_stacks(bindings, relevant, mode: str) -> None:
-    """Function values inside tuples or stacks in the differentiated part (the
-    (result, pullback) pairs and stacks of pullbacks of a derivative of control flow),
-    which this pass does not differentiate again (yet). A function value by itself is
-    differentiated (gradient_closures.py); so are stacks of arrays."""
-    for b in bindings:
-        v = b.value
-        if (relevant is not None and b.var not in relevant) or isinstance(v, Function):
+        var = b.var
+        if var not in relevant:
             continue
-        is_call = type(v) is Call
-        if type(b.var.type) is TensorType and not (is_call and v.callee in STACK_OPS):
-            continue  # an array computed by an op or a function call: nothing to refuse
-        if is_call and v.callee in STACK_OPS:
-            if _holds_function(b.var.type, v.args):
-                raise CompiledHigherOrderError(
-                    f"{mode} mode of a program that holds a stack of pullbacks "
-                    f"({b.var.name} = {v.callee.name}(...)): this is a derivative of a loop, "
-                    f"and differentiating it again is not compiled yet; grad/value_and_grad/"
-                    f"vjp run such higher-order derivatives on the tape instead")
-        elif not isinstance(b.var.type, FuncType) and has_function(b.var.type):
+        v = b.value
+        if type(v) is Call and type(v.callee) is Op:
+            op = v.callee
+            if op in STACK_OPS or type(var.type) is not TensorType:
+                _refuse_binding(b, "reverse")
+            if not has_vjp(op):
+                missing.setdefault(op.name, []).append(var.name)
+        else:
+            _refuse_binding(b, "reverse")
+    if missing:
+        raise NoRuleError("no VJP rule for: " + "; ".join(
+            f"{op} (at {', '.join(vs[:3])}{'...' if len(vs) > 3 else ''})"
+            for op, vs in missing.items()) + " (register one with chainrule.rules.register_vjp)")
+
+
+def _refuse_binding(b: Binding, mode: str) -> None:
+    """A function value inside a tuple or a stack made by ``b`` (the (result, pullback)
+    pairs and stacks of pullbacks of a derivative of control flow), which this pass
+    does not differentiate again (yet). A function value by itself is differentiated
+    (gradient_closures.py); so are stacks of arrays."""
+    v = b.value
+    if isinstance(v, Function):
+        return
+    is_call = type(v) is Call
+    if type(b.var.type) is TensorType and not (is_call and v.callee in STACK_OPS):
+        return  # an array computed by an op or a function call: nothing to refuse
+    if is_call and v.callee in STACK_OPS:
+        if _holds_function(b.var.type, v.args):
             raise CompiledHigherOrderError(
-                f"{mode} mode through {b.var.name}: {b.var.type!r} holds a function "
-                f"value inside a tuple or a stack (as the (result, pullback) pairs of a "
-                f"derivative of control flow do); a function value passed, called or "
-                f"returned by itself is differentiated, one inside a tuple or stack is not "
-                f"compiled yet; grad/value_and_grad/vjp run such higher-order derivatives "
-                f"on the tape instead")
+                f"{mode} mode of a program that holds a stack of pullbacks "
+                f"({b.var.name} = {v.callee.name}(...)): this is a derivative of a loop, "
+                f"and differentiating it again is not compiled yet; grad/value_and_grad/"
+                f"vjp run such higher-order derivatives on the tape instead")
+    elif not isinstance(b.var.type, FuncType) and has_function(b.var.type):
+        raise CompiledHigherOrderError(
+            f"{mode} mode through {b.var.name}: {b.var.type!r} holds a function "
+            f"value inside a tuple or a stack (as the (result, pullback) pairs of a "
+            f"derivative of control flow do); a function value passed, called or "
+            f"returned by itself is differentiated, one inside a tuple or stack is not "
+            f"compiled yet; grad/value_and_grad/vjp run such higher-order derivatives "
+            f"on the tape instead")
 
 
 def _holds_function(result_type, args) -> bool:
@@ -302,11 +317,7 @@ class Sweep:
         self.env_types: dict[Var, Type] = {}
         self.refused: dict[Var, str] = {}
         self.adj.type_of = self.adjoint_type
-        _refuse_stacks(self.bindings, self.relevant, "reverse")
-        missing = missing_rules(self.bindings, self.relevant)
-        if missing:
-            raise NoRuleError("no VJP rule for: " + "; ".join(missing) +
-                              " (register one with chainrule.rules.register_vjp)")
+        _check_relevant(self.bindings, self.relevant)
         self.copy = self._make_copy()
         # contributions each adjoint still expects (straight-line uses only; the others
         # are named when the sweep reaches them), and adjoints named as they were made
@@ -432,8 +443,7 @@ class Sweep:
                 continue
             if len(done) > 1 and sum(msgs.get(w) is m for w in done) > 1:
                 continue  # one variable for two adjoints: named when the sweep reaches them
-            if k + 1 < end and any(m in atoms_of(b.value) or nested_blocks(b.value)
-                                   for b in frame[k + 1:]):
+            if k + 1 < end and _read_after(frame, k, m):
                 continue
             new = self.b.rebind(k, f"{self.new(u).name}_adjoint")
             msgs[u] = self.named_early[u] = new
@@ -452,6 +462,19 @@ class Sweep:
         var = self.b.emit(msg, name)
         ctx.named.add(var)
         return var
+
+
+def _read_after(frame: list, k: int, m: Var) -> bool:
+    """Whether a binding after ``frame[k]`` reads ``m`` or holds a nested block."""
+    for b in frame[k + 1:]:
+        v = b.value
+        if type(v) is Call and type(v.callee) is Op and not any(
+                type(a) is Tuple for a in v.args):
+            if m in v.args:  # atoms compare by identity
+                return True
+        elif m in atoms_of(v) or nested_blocks(v):
+            return True
+    return False
 
 
 # -- backward handlers of straight-line bindings ----------------------------------------

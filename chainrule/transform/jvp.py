@@ -49,7 +49,7 @@ from .jvp_closures import (
     function_forward,
     has_function,
 )
-from .rule_templates import alias_pattern, new_templates
+from .rule_templates import Template, alias_pattern, new_templates
 
 
 def jvp_type(fn: Function, wrt=None) -> FuncType:
@@ -236,8 +236,10 @@ def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     new = copy.subst[binding.var] = copy._copy_op_call(binding)
     if not op.differentiable:
         return
-    get = sweep.tangents.get
-    tangents = [get(a) if type(a) is Var else sweep.tangent(a) for a in call.args]
+    olds = call.args
+    plain = Tuple not in map(type, olds)  # atoms only: looked up directly
+    tangents = (list(map(sweep.tangents.get, olds)) if plain
+                else [sweep.tangent(a) for a in olds])
     nonzero = [t for t in tangents if t is not None]
     if not nonzero:
         return
@@ -245,13 +247,18 @@ def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     templates = sweep.ctx.templates
     key = None
     if templates is not None and templates.cacheable_rule(op):
-        args = [copy.atom(a) for a in call.args]
+        subst = copy.subst.get
+        args = list(map(subst, olds, olds)) if plain else [copy.atom(a) for a in olds]
         key = _key(op, call.attrs, new, args, tangents, nonzero)
     if key is None:
         total = _tangent(sweep, binding, new, tangents)
     else:
-        total = templates.expand(key, (new, *args, *nonzero), sweep.trace, _tangent_one,
-                                 sweep, binding, new, tangents)[0]
+        template = templates.entries.get(key)
+        if type(template) is Template:  # RuleTemplates.expand's common case, inlined
+            total = template.replay((new, *args, *nonzero), sweep.b)[0]
+        else:
+            total = templates.expand(key, (new, *args, *nonzero), sweep.trace, _tangent_one,
+                                     sweep, binding, new, tangents)[0]
     sweep.set_tangent(binding.var, total, new, start)
 
 
