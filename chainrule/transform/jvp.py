@@ -255,6 +255,11 @@ def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     else:
         template = templates.entries.get(key)
         if type(template) is Template:  # RuleTemplates.expand's common case, inlined
+            if template.last_out == 0 and type(binding.var.type) is TensorType:
+                # the tangent is the last binding: made as set_tangent would rename it
+                sweep.tangents[binding.var] = template.replay(
+                    (new, *args, *nonzero), sweep.b, f"{new.name}_dot")[0]
+                return
             total = template.replay((new, *args, *nonzero), sweep.b)[0]
         else:
             total = templates.expand(key, (new, *args, *nonzero), sweep.trace, _tangent_one,

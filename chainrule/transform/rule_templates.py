@@ -82,13 +82,18 @@ class Template:
     ``("in", i)`` (the i-th input), ``("const", i)``, ``("step", i)`` (the i-th
     step's result) or None (a returned None).
 
-    ``replay(inputs, builder)`` is compiled once the template is confirmed: a Python
+    ``last_out``: the position among ``outs`` of the last step's result (None when no
+    out is): a pass that names that result at once (``<v>_dot``) passes the name as
+    ``last`` to ``replay``, which binds the last step under it (the same binding as
+    one renamed after the replay, without making it twice).
+
+    ``replay(inputs, builder, last=None)`` is compiled once the template is confirmed: a Python
     function emitting the steps one after the other with the slots as local
     variables (no loop, no slot list: a replay is most of what a pass does per
     binding), made from the template's own numbers and the ops, types, attributes
     and constants passed as globals, never from program text."""
 
-    __slots__ = ("steps", "outs", "advance", "consts", "shape", "holds", "replay")
+    __slots__ = ("steps", "outs", "advance", "consts", "shape", "holds", "replay", "last_out")
 
     def __init__(self, steps, outs, advance, consts, n_inputs, holds):
         self.steps = steps
@@ -100,6 +105,8 @@ class Template:
                             for op, refs, attrs, t, offset in steps), outs, advance, n_inputs)
         self.holds = holds  # the key's type objects, kept alive with it
         self.replay = None
+        last = ("step", len(steps) - 1)
+        self.last_out = next((i for i, r in enumerate(outs) if r == last), None)
 
     def same(self, other: Template) -> bool:
         return (self.shape == other.shape and len(self.consts) == len(other.consts)
@@ -114,14 +121,17 @@ class Template:
 
         env = {"Var": Var, "Call": Call, "Binding": Binding}
         env.update((f"k{i}", c) for i, c in enumerate(self.consts))
-        lines = ["def replay(inputs, builder):",
+        lines = ["def replay(inputs, builder, last=None):",
                  "    (" + "".join(f"i{i}, " for i in range(n_inputs)) + ") = inputs",
                  "    emit = builder._frames[-1].append",
                  "    c = builder._counter"]
         for j, (op, refs, attrs, t, offset) in enumerate(self.steps):
             env[f"op{j}"], env[f"a{j}"], env[f"t{j}"] = op, attrs, t
             operands = "".join(f"{slot(r)}, " for r in refs)
-            lines.append(f'    s{j} = Var(f"lv{{c + {offset}}}", t{j})')
+            name = f'f"lv{{c + {offset}}}"'
+            if j == len(self.steps) - 1:
+                name = f"last or {name}"
+            lines.append(f"    s{j} = Var({name}, t{j})")
             lines.append(f"    emit(Binding(s{j}, Call(op{j}, ({operands}), a{j})))")
         lines.append(f"    builder._counter = c + {self.advance}")
         lines.append("    return (" + "".join(f"{slot(r)}, " for r in self.outs) + ")")
