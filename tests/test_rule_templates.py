@@ -67,7 +67,7 @@ def _as(dtype):
     return lambda a: a.astype(dtype) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
 
 
-def repeated(fn, nargs: int, times: int = 4):
+def repeated(fn, nargs: int, times: int = 6):
     """``fn`` applied ``times`` times to the first ``nargs`` arguments and ``times``
     times to the next ``nargs`` (the same op at another type), results summed each."""
 
@@ -81,8 +81,22 @@ def repeated(fn, nargs: int, times: int = 4):
     return program
 
 
+@pytest.fixture(autouse=True)
+def templates_for_short_programs(monkeypatch):
+    """The test programs are short: templates are used for them all the same."""
+    monkeypatch.setattr(rule_templates, "MIN_BINDINGS", 0)
+
+
+@pytest.fixture
+def compile_at_once(monkeypatch):
+    """Templates recorded from a key's first expansion and compiled at their first
+    replay (the next replays run the compiled function), as in long programs."""
+    monkeypatch.setattr(rule_templates, "RECORD_AFTER", 0)
+    monkeypatch.setattr(rule_templates, "COMPILE_AFTER", 1)
+
+
 @pytest.mark.parametrize("name", sorted(CATALOG))
-def test_catalog_op_same_program(name):
+def test_catalog_op_same_program(name, compile_at_once):
     fn, args = CATALOG[name]
     try:  # the op at float64 and float32 in one program
         m = cr.trace(repeated(fn, len(args)), *args, *map(_as(np.float32), args))
@@ -99,7 +113,7 @@ def test_namespace_cases_same_program():
             continue
         args = case.args[0]
         try:
-            m = cr.trace(repeated(case.fn, len(args), 3), *args)
+            m = cr.trace(repeated(case.fn, len(args), 5), *args)
         except ChainruleError:
             continue  # a function of no array (creation functions)
         assert_passes_same(m, all_patterns=False)
@@ -111,13 +125,14 @@ def binary_patterns(x, y, c):
     """The same op with aliased operands, with operands relevant or not, broadcast."""
     out = []
     for op in (cnp.multiply, cnp.add, cnp.divide, cnp.maximum, cnp.arctan2, cnp.hypot):
-        out += [op(x, y), op(x, x), op(y, c), op(x, c), op(c, x), op(x[None], y),
-                op(x, y), op(x, x), op(y, c), op(x, c), op(x, y), op(x, x), op(y, c)]
+        for _ in range(6):
+            out += [op(x, y), op(x, x), op(y, c), op(x, c), op(c, x)]
+        out.append(op(x[None], y))
     return sum(cnp.sum(o) for o in out)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_aliasing_relevance_and_zero_patterns(dtype):
+def test_aliasing_relevance_and_zero_patterns(dtype, compile_at_once):
     x, y, c = (np.linspace(0.5, 1.5, 3).astype(dtype) + k for k in range(3))
     m = cr.trace(binary_patterns, x, y, c)
     params = list(m["main"].params)
@@ -131,14 +146,14 @@ def test_aliasing_relevance_and_zero_patterns(dtype):
 def reductions(x):
     """Reductions with different attributes (the same op, other keys)."""
     out = []
-    for _ in range(3):
+    for _ in range(6):
         out += [cnp.sum(x), cnp.sum(x, axis=0), cnp.sum(x, axis=1, keepdims=True),
                 cnp.mean(x, axis=-1), cnp.max(x, axis=0), cnp.prod(x, axis=1),
                 cnp.cumsum(x, axis=0), cnp.transpose(x), x.reshape(-1), x[1:, ::2]]
     return sum(cnp.sum(cnp.tanh(o)) for o in out)
 
 
-def test_attributes():
+def test_attributes(compile_at_once):
     m = cr.trace(reductions, np.linspace(0.5, 1.5, 12).reshape(3, 4))
     assert_same(lambda: gradient(m, "main"))
     assert_same(lambda: jvp(m, "main"))
@@ -161,18 +176,32 @@ def main(x: f64[n, 3], w: f64[3], v: f64[n]) -> f64:
     c2 = mean(b2, axis=(0,))
     d2 = sum(b2, axis=(1,))
     e2 = multiply(d2, v)
+    a3 = multiply(x, w)
+    b3 = tanh(a3)
+    c3 = mean(b3, axis=(0,))
+    d3 = sum(b3, axis=(1,))
+    e3 = multiply(d3, v)
+    a4 = multiply(x, w)
+    b4 = tanh(a4)
+    c4 = mean(b4, axis=(0,))
+    d4 = sum(b4, axis=(1,))
+    e4 = multiply(d4, v)
     f0 = add(c0, c1)
     f1 = add(f0, c2)
+    f2 = add(f1, c3)
+    f3 = add(f2, c4)
     g0 = add(e0, e1)
     g1 = add(g0, e2)
-    s0 = sum(f1)
-    s1 = mean(g1)
+    g2 = add(g1, e3)
+    g3 = add(g2, e4)
+    s0 = sum(f3)
+    s1 = mean(g3)
     s = add(s0, s1)
     return s
 """
 
 
-def test_symbolic_shapes():
+def test_symbolic_shapes(compile_at_once):
     m = cr.parse(SYMBOLIC)
     text = assert_same(lambda: gradient(m, "main"))
     assert "n" in text
@@ -182,13 +211,13 @@ def test_symbolic_shapes():
 
 def complex_program(z, w):
     out = []
-    for _ in range(4):
+    for _ in range(6):
         out += [cnp.exp(z) * w, cnp.sin(z) / w, z * cnp.conj(w), cnp.abs(z) * z,
                 cnp.real(z * w), cnp.log(z) + cnp.tanh(w)]
     return sum(cnp.sum(cnp.abs(o) ** 2) for o in out)
 
 
-def test_complex_and_float32():
+def test_complex_and_float32(compile_at_once):
     z = np.array([0.5 + 0.2j, -0.3 + 1.0j, 1.2 - 0.4j])
     for dtype in (np.complex128, np.complex64):
         m = cr.trace(complex_program, z.astype(dtype), (z * 0.5 + 1).astype(dtype))
@@ -197,12 +226,12 @@ def test_complex_and_float32():
 
 
 def chain(x, y):
-    for _ in range(3):
+    for _ in range(6):
         x = cnp.tanh(cnp.sin(x * y) + y) * 2.0 - x
     return cnp.sum(x * x)
 
 
-def test_higher_orders_as_passes():
+def test_higher_orders_as_passes(compile_at_once):
     """Orders 2 and 3 made by the passes on their own output."""
     m = cr.trace(chain, np.linspace(0.1, 0.9, 3), np.full(3, 0.5))
     g = gradient(m, "main")
@@ -250,7 +279,7 @@ def test_values_unchanged():
     check_grads(chain, (x, y), order=2, modes=("fwd", "rev"))
 
 
-def test_errors_are_the_same():
+def test_errors_are_the_same(compile_at_once):
     """An error a rule leads to is raised with and without templates: a derivative the
     rule does not define (NoDerivative), after other keys were replayed."""
 
@@ -287,16 +316,18 @@ def test_a_rule_that_raises_raises_again_and_records_nothing():
         for _ in range(3):
             with pytest.raises(_Failing, match="no"):
                 templates.expand(("k",), (x,), trace, failing)
-        assert len(calls) == 3 and ("k",) not in templates.entries
+        assert len(calls) == 3  # nothing recorded: the rule ran (and raised) each time
+        assert not isinstance(templates.entries.get(("k",)),
+                              (rule_templates.Template, rule_templates._Pending))
 
         def rule(v):
             calls.append(1)
             return (trace.builder.call(ops.tanh, [v]),)
 
-        outs = [templates.expand(("ok",), (x,), trace, rule, x)[0] for _ in range(4)]
-        assert len(calls) == 3 + 2  # recorded, confirmed, then replayed twice
+        outs = [templates.expand(("ok",), (x,), trace, rule, x)[0] for _ in range(6)]
+        assert len(calls) == 3 + 4  # seen twice, recorded, confirmed, replayed twice
         frame = trace.builder.bindings
-        assert [b.var.name for b in frame] == ["lv0", "lv1", "lv2", "lv3"]
+        assert [b.var.name for b in frame] == [f"lv{i}" for i in range(6)]
         assert [b.var for b in frame] == outs
         assert all(b.value.callee is ops.tanh and b.value.args == (x,) for b in frame)
 
@@ -324,7 +355,15 @@ def test_what_falls_back():
     assert runs[0] == runs[1] == runs[2]
 
 
-def test_bounded_cache(monkeypatch):
+def test_short_programs_run_the_rules(monkeypatch):
+    """Below MIN_BINDINGS a pass records nothing (and makes the same program)."""
+    monkeypatch.setattr(rule_templates, "MIN_BINDINGS", 10_000)
+    m = cr.trace(chain, np.linspace(0.1, 0.9, 3), np.full(3, 0.5))
+    assert rule_templates.new_templates(cr.rules.VJP, m) is None
+    assert_same(lambda: gradient(m, "main"))
+
+
+def test_bounded_cache(monkeypatch, compile_at_once):
     """Past LIMIT keys nothing more is recorded; programs stay the same."""
     monkeypatch.setattr(rule_templates, "LIMIT", 2)
     m = cr.trace(binary_patterns, *(np.linspace(0.5, 1.5, 3) + k for k in range(3)))

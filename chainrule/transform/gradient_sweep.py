@@ -199,7 +199,8 @@ class Context:
         self.renames: dict[Var, Var] = {}
         self.specializations: dict = {}  # (function, env types) -> its vjp's name
         self.result_envs: dict[str, Type] = {}  # vjp name -> env type of its closure result
-        self.templates = new_templates(VJP)  # the VJP rules' recorded expansions (this run's)
+        # the VJP rules' recorded expansions (this run's: rule_templates.py)
+        self.templates = new_templates(VJP, module)
 
     def finish(self, fn: Function) -> Function:
         """``fn`` with the adjoint names chosen during the sweeps given to its variables."""

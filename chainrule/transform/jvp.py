@@ -77,7 +77,8 @@ class _Context:
         # (function, positions with a tangent or None for every float one) -> its jvp's name
         self.names: dict[tuple, str] = {}
         self.zero_result: set[str] = set()  # generated jvps whose result tangent is zero
-        self.templates = new_templates(JVP)  # the JVP rules' recorded expansions (this run's)
+        # the JVP rules' recorded expansions (this run's: rule_templates.py)
+        self.templates = new_templates(JVP, module)
 
     def jvp_name(self, name: str, wrt=None, jname: str | None = None) -> str:
         """The jvp of module function ``name`` taking tangents for the float parameters

@@ -6,16 +6,18 @@ bindings every time, up to the names of the variables it reads and of the fresh
 temporaries it makes. A long program applies the same few rules over and over (a
 chain of 100,000 bindings has four distinct keys), and running the rule, the
 operators, the ops layer and type inference again for each one is most of a
-pass's time. So the first expansion for a key is recorded as a *template*: the
+pass's time. So the expansions for a key are recorded as a *template*: the
 bindings it emitted, each with its op, operands as *slots* (the rule's inputs,
 earlier results of the template, or the shared ``Constant`` nodes it used),
 attributes, inferred type and the offset of its ``lvN`` name; and the atoms the
-expansion returned, as slots. Later expansions for the key replay the template:
-variables, calls and bindings are built directly, with the names the rule would
-have given them, and the rule does not run.
+expansion returned, as slots. The first ``RECORD_AFTER`` expansions of a key are not
+recorded (recording costs about what the rule does, and most keys of a short
+program come back a few times at most), the next two are; from then on the template
+is replayed: variables, calls and bindings are built directly, with the names the
+rule would have given them, and the rule does not run.
 
 The IR is the one the rule would have made (same text, names, types and shared
-constants), because a key is confirmed only when a second expansion records the
+constants), because a key is confirmed only when a second recording gives the
 same template as the first (the same ops, operands, attributes, types, names, and
 the same ``Constant`` objects: a rule that makes a new constant each time, such as
 ``np.eye(n)`` or a NaN, is never replayed); and because only what a rule may read is
@@ -34,8 +36,8 @@ allowed to vary between keys' hits:
 - a rule that raises records nothing (it runs, and raises, every time).
 
 The cache lives as long as one pass run (a ``gradient`` / ``jvp`` request and the
-functions it generates): keys hold type objects, so a type's identity in a key
-cannot be reused while its entry lives, nothing else of the program is held, and
+functions it generates): a template holds the type objects whose identities its key
+holds, so they cannot be reused while it lives, nothing else of the program is held, and
 no state can change under it (a rule re-registered between runs is simply found
 by the next run). At most ``LIMIT`` keys are recorded per run.
 
@@ -53,6 +55,9 @@ from ..ir.types import TensorType
 
 ENABLED = True  # read when a pass run starts (``disabled()`` for tests)
 LIMIT = 4096  # keys recorded per pass run
+COMPILE_AFTER = 512  # replays of a template before it is compiled (see Template)
+RECORD_AFTER = 2  # expansions of a key before one is recorded
+MIN_BINDINGS = 64  # a module's size from which its pass runs use templates
 
 
 @contextmanager
@@ -66,10 +71,15 @@ def disabled():
         ENABLED = saved
 
 
-def new_templates(table: dict) -> RuleTemplates | None:
-    """The cache of a new pass run applying the rules of ``table`` (VJP or JVP), or
-    None while templates are disabled."""
-    return RuleTemplates(table) if ENABLED else None
+def new_templates(table: dict, module) -> RuleTemplates | None:
+    """The cache of a new pass run applying the rules of ``table`` (VJP or JVP) to
+    ``module``; None while templates are disabled, or for a module of fewer than
+    ``MIN_BINDINGS`` bindings (at the top level of its functions), whose keys seldom
+    come back often enough to pay for their keys and recordings."""
+    if not ENABLED or sum(len(fn.body.bindings)
+                          for fn in module.functions.values()) < MIN_BINDINGS:
+        return None
+    return RuleTemplates(table)
 
 
 _UNCACHEABLE = "uncacheable"  # a key whose expansion always runs the rule
@@ -87,13 +97,16 @@ class Template:
     ``last`` to ``replay``, which binds the last step under it (the same binding as
     one renamed after the replay, without making it twice).
 
-    ``replay(inputs, builder, last=None)`` is compiled once the template is confirmed: a Python
-    function emitting the steps one after the other with the slots as local
-    variables (no loop, no slot list: a replay is most of what a pass does per
-    binding), made from the template's own numbers and the ops, types, attributes
-    and constants passed as globals, never from program text."""
+    ``replay(inputs, builder, last=None)`` first walks the steps (``_walk``); at its
+    ``COMPILE_AFTER``-th replay the template is compiled: a Python function emitting
+    the steps one after the other with the slots as local variables (no loop, no slot
+    list; a replay is most of what a pass does per binding), made from the template's
+    own numbers and the ops, types, attributes and constants passed as globals, never
+    from program text. Compiling costs what a few hundred walks save, so only the
+    templates of long programs are compiled."""
 
-    __slots__ = ("steps", "outs", "advance", "consts", "shape", "holds", "replay", "last_out")
+    __slots__ = ("steps", "outs", "advance", "consts", "shape", "holds", "replay", "last_out",
+                 "walk", "hits")
 
     def __init__(self, steps, outs, advance, consts, n_inputs, holds):
         self.steps = steps
@@ -104,15 +117,45 @@ class Template:
         self.shape = (tuple((op, refs, attrs_key(attrs), t, offset)
                             for op, refs, attrs, t, offset in steps), outs, advance, n_inputs)
         self.holds = holds  # the key's type objects, kept alive with it
-        self.replay = None
         last = ("step", len(steps) - 1)
         self.last_out = next((i for i, r in enumerate(outs) if r == last), None)
+        self.replay = self._walk
+        self.walk = None  # the steps and outs with numbered slots (made when first walked)
+        self.hits = 0
 
     def same(self, other: Template) -> bool:
         return (self.shape == other.shape and len(self.consts) == len(other.consts)
                 and all(a is b for a, b in zip(self.consts, other.consts)))
 
-    def compile(self) -> Template:
+    def _number(self, ref) -> int | None:
+        """A slot's index among the inputs, the constants and the steps' results."""
+        if ref is None:
+            return None
+        base = {"in": 0, "const": self.shape[-1], "step": self.shape[-1] + len(self.consts)}
+        return base[ref[0]] + ref[1]
+
+    def _walk(self, inputs, builder, last=None) -> tuple:
+        self.hits += 1
+        if self.hits >= COMPILE_AFTER:
+            self.replay = self._compiled()
+        if self.walk is None:
+            self.walk = ([(op, [self._number(r) for r in refs], attrs, t, offset)
+                          for op, refs, attrs, t, offset in self.steps],
+                         [self._number(r) for r in self.outs])
+        walk, outs = self.walk
+        vals = list(inputs)
+        vals += self.consts
+        emit = builder._frames[-1].append
+        c = builder._counter
+        final = len(walk) - 1
+        for j, (op, refs, attrs, t, offset) in enumerate(walk):
+            var = Var(last if last is not None and j == final else f"lv{c + offset}", t)
+            emit(Binding(var, Call(op, tuple([vals[i] for i in refs]), attrs)))
+            vals.append(var)
+        builder._counter = c + self.advance
+        return tuple([None if r is None else vals[r] for r in outs])
+
+    def _compiled(self):
         n_inputs = self.shape[-1]
         names = {"in": "i", "const": "k", "step": "s"}
 
@@ -136,8 +179,7 @@ class Template:
         lines.append(f"    builder._counter = c + {self.advance}")
         lines.append("    return (" + "".join(f"{slot(r)}, " for r in self.outs) + ")")
         exec("\n".join(lines), env)  # noqa: S102 - the template's own numbers, see above
-        self.replay = env["replay"]
-        return self
+        return env["replay"]
 
 
 class _Pending:
@@ -176,7 +218,14 @@ class RuleTemplates:
         entry = entries.get(key)
         if type(entry) is Template:
             return entry.replay(inputs, trace.builder)
+        if entry is None:
+            if len(entries) >= LIMIT:
+                return run(*args)
+            entry = 0
         if entry is _UNCACHEABLE:
+            return run(*args)
+        if type(entry) is int and entry < RECORD_AFTER:  # not recorded: most keys of a
+            entries[key] = entry + 1  # short program come back a few times at most
             return run(*args)
         builder = trace.builder
         frames = builder._frames
@@ -189,14 +238,11 @@ class RuleTemplates:
                 and len(trace.lifted) == lifted and len(trace.captured) == captured):
             template = _record(inputs, frame, start, counter, builder._counter, outs)
         if template is None:
-            if entry is not None or len(entries) < LIMIT:
-                entries[key] = _UNCACHEABLE
-        elif entry is None:
-            if len(entries) < LIMIT:
-                entries[key] = _Pending(template)
+            entries[key] = _UNCACHEABLE
+        elif type(entry) is int:
+            entries[key] = _Pending(template)
         else:
-            entries[key] = (template.compile() if entry.template.same(template)
-                            else _UNCACHEABLE)
+            entries[key] = template if entry.template.same(template) else _UNCACHEABLE
         return outs
 
 
