@@ -44,18 +44,26 @@ def relevant_vars(bindings, sources, targets) -> set[Var]:
     return _analyze(bindings, sources, targets)[0]
 
 
-def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
-    """The relevant variables, and how many times each variable is read by relevant
+def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int], list[int]]:
+    """The relevant variables, how many times each variable is read by relevant
     straight-line bindings (for the variables nothing else reads: not a branch, a
-    loop, a function call, nor the result)."""
+    loop, a function call, nor the result), and the positions of the relevant
+    bindings other than calls of ops with a VJP rule giving an array (the ones
+    ``_check_relevant`` looks at), in order."""
     needs = set(sources)
     reads = []  # what each binding reads: computed once for both walks
     for b in bindings:
         v = b.value
-        used = vars_used(v)
-        reads.append(used)
-        if type(v) is Call and type(v.callee) is Op and not v.callee.differentiable:
-            continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
+        if type(v) is Call and type(v.callee) is Op:
+            used = v.args  # vars_used's common case: operands that are all variables
+            if Constant in map(type, used) or Tuple in map(type, used):
+                used = vars_used(v)
+            reads.append(used)
+            if not v.callee.differentiable:
+                continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
+        else:
+            used = vars_used(v)
+            reads.append(used)
         t = b.var.type
         if ((t.dtype[0] in "fc" if type(t) is TensorType else has_float(t))  # has_float
                 and any(map(needs.__contains__, used))):
@@ -64,6 +72,7 @@ def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
     counts: dict[Var, int] = {}
     other: set[Var] = set(reaches)
     get = counts.get
+    checks = []
     for i in range(len(bindings) - 1, -1, -1):
         b = bindings[i]
         var = b.var
@@ -73,25 +82,32 @@ def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
             if var in needs:
                 v = b.value
                 t = type(v)
-                if ((t is Call and type(v.callee) is Op) or t is Tuple or t is TupleGetItem
-                        or t is Var):
+                if t is Call and type(v.callee) is Op:
+                    op = v.callee
+                    if op not in VJP or op in STACK_OPS or type(var.type) is not TensorType:
+                        checks.append(i)
+                    for a in used:
+                        counts[a] = get(a, 0) + 1
+                elif t is Tuple or t is TupleGetItem or t is Var:
+                    checks.append(i)
                     for a in used:
                         counts[a] = get(a, 0) + 1
                 else:
+                    checks.append(i)
                     other.update(used)
     for v in other:
         counts.pop(v, None)
-    return needs & reaches, counts
+    checks.reverse()
+    return needs & reaches, counts, checks
 
 
-def _check_relevant(bindings, relevant) -> None:
-    """Refuse, among the relevant bindings, function values inside tuples or stacks
-    (``_refuse_binding``), then calls of ops without a VJP rule."""
+def _check_relevant(bindings, positions) -> None:
+    """Refuse, among the relevant bindings at ``positions``, function values inside
+    tuples or stacks (``_refuse_binding``), then calls of ops without a VJP rule."""
     missing = {}
-    for b in bindings:
+    for i in positions:
+        b = bindings[i]
         var = b.var
-        if var not in relevant:
-            continue
         v = b.value
         if type(v) is Call and type(v.callee) is Op:
             op = v.callee
@@ -307,7 +323,7 @@ class Sweep:
         self.trace = trace or ctx.new_trace(len(self.bindings))
         self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
-        self.relevant, uses = _analyze(self.bindings, sources, targets)
+        self.relevant, uses, checks = _analyze(self.bindings, sources, targets)
         self.wants = self.relevant.__contains__  # whether a variable needs an adjoint
         self.pullbacks: dict[Var, Var] = {}
         self.extra: dict[Var, object] = {}  # per-binding data for backward handlers
@@ -318,7 +334,7 @@ class Sweep:
         self.env_types: dict[Var, Type] = {}
         self.refused: dict[Var, str] = {}
         self.adj.type_of = self.adjoint_type
-        _check_relevant(self.bindings, self.relevant)
+        _check_relevant(self.bindings, checks)
         self.copy = self._make_copy()
         # contributions each adjoint still expects (straight-line uses only; the others
         # are named when the sweep reaches them), and adjoints named as they were made
