@@ -368,7 +368,7 @@ class Sweep:
     def forward(self, bindings=None):
         """Copy bindings (default: all) into the current block; returns the new result."""
         self.copy.emit_bindings(self.bindings if bindings is None else bindings)
-        self.ctx.forward_vars.update(v for v in self.local.values() if isinstance(v, Var))
+        self.ctx.forward_vars.update(self.local.values())  # (only variables are looked up)
         return self.copy.atom(self.result)
 
     def new(self, atom):
