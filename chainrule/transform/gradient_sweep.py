@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 
-from ..emit.trace import Trace, Traced
+from ..emit.trace import Trace
 from ..errors import CompiledHigherOrderError, GradientError, NoRuleError
 from ..ir.builder import Builder
 from ..ir.nodes import (
@@ -30,8 +30,10 @@ from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, Type, has_float
 from ..ir.visitor import Mutator, atoms_of, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_OPS
-from ..rules import VJP, NoDerivative, has_vjp
-from .adjoint import Adjoints, has_function, prune
+from ..rules import VJP, has_vjp
+from .adjoint import Adjoints, has_function
+from .gradient_ops import arg_type_of, op_backward
+from .rule_templates import new_templates
 
 # -- relevance ---------------------------------------------------------------------------
 
@@ -42,80 +44,111 @@ def relevant_vars(bindings, sources, targets) -> set[Var]:
     return _analyze(bindings, sources, targets)[0]
 
 
-def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int]]:
-    """The relevant variables, and how many times each variable is read by relevant
+def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int], list[int]]:
+    """The relevant variables, how many times each variable is read by relevant
     straight-line bindings (for the variables nothing else reads: not a branch, a
-    loop, a function call, nor the result)."""
+    loop, a function call, nor the result), and the positions of the relevant
+    bindings other than calls of ops with a VJP rule giving an array (the ones
+    ``_check_relevant`` looks at), in order."""
     needs = set(sources)
     reads = []  # what each binding reads: computed once for both walks
     for b in bindings:
         v = b.value
-        used = vars_used(v)
-        reads.append(used)
-        if type(v) is Call and type(v.callee) is Op and not v.callee.differentiable:
-            continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
-        if has_float(b.var.type) and any(map(needs.__contains__, used)):
+        if type(v) is Call and type(v.callee) is Op:
+            used = v.args  # vars_used's common case: operands that are all variables
+            if Constant in map(type, used) or Tuple in map(type, used):
+                used = vars_used(v)
+            reads.append(used)
+            if not v.callee.differentiable:
+                continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
+        else:
+            used = vars_used(v)
+            reads.append(used)
+        t = b.var.type
+        if ((t.dtype[0] in "fc" if type(t) is TensorType else has_float(t))  # has_float
+                and any(map(needs.__contains__, used))):
             needs.add(b.var)
     reaches = {t for t in targets if isinstance(t, Var)}
     counts: dict[Var, int] = {}
     other: set[Var] = set(reaches)
+    get = counts.get
+    checks = []
     for i in range(len(bindings) - 1, -1, -1):
         b = bindings[i]
-        if b.var in reaches:
+        var = b.var
+        if var in reaches:
             used = reads[i]
             reaches.update(used)
-            if b.var in needs:
+            if var in needs:
                 v = b.value
                 t = type(v)
-                if ((t is Call and type(v.callee) is Op) or t is Tuple or t is TupleGetItem
-                        or t is Var):
+                if t is Call and type(v.callee) is Op:
+                    op = v.callee
+                    if op not in VJP or op in STACK_OPS or type(var.type) is not TensorType:
+                        checks.append(i)
                     for a in used:
-                        counts[a] = counts.get(a, 0) + 1
+                        counts[a] = get(a, 0) + 1
+                elif t is Tuple or t is TupleGetItem or t is Var:
+                    checks.append(i)
+                    for a in used:
+                        counts[a] = get(a, 0) + 1
                 else:
+                    checks.append(i)
                     other.update(used)
     for v in other:
         counts.pop(v, None)
-    return needs & reaches, counts
+    checks.reverse()
+    return needs & reaches, counts, checks
 
 
-def missing_rules(bindings, relevant) -> list[str]:
+def _check_relevant(bindings, positions) -> None:
+    """Refuse, among the relevant bindings at ``positions``, function values inside
+    tuples or stacks (``_refuse_binding``), then calls of ops without a VJP rule."""
     missing = {}
-    for b in bindings:
+    for i in positions:
+        b = bindings[i]
+        var = b.var
         v = b.value
-        if b.var in relevant and isinstance(v, Call) and isinstance(v.callee, Op):
-            if not has_vjp(v.callee):
-                missing.setdefault(v.callee.name, []).append(b.var.name)
-    return [f"{op} (at {', '.join(vs[:3])}{'...' if len(vs) > 3 else ''})"
-            for op, vs in missing.items()]
+        if type(v) is Call and type(v.callee) is Op:
+            op = v.callee
+            if op in STACK_OPS or type(var.type) is not TensorType:
+                _refuse_binding(b, "reverse")
+            if not has_vjp(op):
+                missing.setdefault(op.name, []).append(var.name)
+        else:
+            _refuse_binding(b, "reverse")
+    if missing:
+        raise NoRuleError("no VJP rule for: " + "; ".join(
+            f"{op} (at {', '.join(vs[:3])}{'...' if len(vs) > 3 else ''})"
+            for op, vs in missing.items()) + " (register one with chainrule.rules.register_vjp)")
 
 
-def _refuse_stacks(bindings, relevant, mode: str) -> None:
-    """Function values inside tuples or stacks in the differentiated part (the
-    (result, pullback) pairs and stacks of pullbacks of a derivative of control flow),
-    which this pass does not differentiate again (yet). A function value by itself is
-    differentiated (gradient_closures.py); so are stacks of arrays."""
-    for b in bindings:
-        v = b.value
-        if (relevant is not None and b.var not in relevant) or isinstance(v, Function):
-            continue
-        is_call = type(v) is Call
-        if type(b.var.type) is TensorType and not (is_call and v.callee in STACK_OPS):
-            continue  # an array computed by an op or a function call: nothing to refuse
-        if is_call and v.callee in STACK_OPS:
-            if _holds_function(b.var.type, v.args):
-                raise CompiledHigherOrderError(
-                    f"{mode} mode of a program that holds a stack of pullbacks "
-                    f"({b.var.name} = {v.callee.name}(...)): this is a derivative of a loop, "
-                    f"and differentiating it again is not compiled yet; grad/value_and_grad/"
-                    f"vjp run such higher-order derivatives on the tape instead")
-        elif not isinstance(b.var.type, FuncType) and has_function(b.var.type):
+def _refuse_binding(b: Binding, mode: str) -> None:
+    """A function value inside a tuple or a stack made by ``b`` (the (result, pullback)
+    pairs and stacks of pullbacks of a derivative of control flow), which this pass
+    does not differentiate again (yet). A function value by itself is differentiated
+    (gradient_closures.py); so are stacks of arrays."""
+    v = b.value
+    if isinstance(v, Function):
+        return
+    is_call = type(v) is Call
+    if type(b.var.type) is TensorType and not (is_call and v.callee in STACK_OPS):
+        return  # an array computed by an op or a function call: nothing to refuse
+    if is_call and v.callee in STACK_OPS:
+        if _holds_function(b.var.type, v.args):
             raise CompiledHigherOrderError(
-                f"{mode} mode through {b.var.name}: {b.var.type!r} holds a function "
-                f"value inside a tuple or a stack (as the (result, pullback) pairs of a "
-                f"derivative of control flow do); a function value passed, called or "
-                f"returned by itself is differentiated, one inside a tuple or stack is not "
-                f"compiled yet; grad/value_and_grad/vjp run such higher-order derivatives "
-                f"on the tape instead")
+                f"{mode} mode of a program that holds a stack of pullbacks "
+                f"({b.var.name} = {v.callee.name}(...)): this is a derivative of a loop, "
+                f"and differentiating it again is not compiled yet; grad/value_and_grad/"
+                f"vjp run such higher-order derivatives on the tape instead")
+    elif not isinstance(b.var.type, FuncType) and has_function(b.var.type):
+        raise CompiledHigherOrderError(
+            f"{mode} mode through {b.var.name}: {b.var.type!r} holds a function "
+            f"value inside a tuple or a stack (as the (result, pullback) pairs of a "
+            f"derivative of control flow do); a function value passed, called or "
+            f"returned by itself is differentiated, one inside a tuple or stack is not "
+            f"compiled yet; grad/value_and_grad/vjp run such higher-order derivatives "
+            f"on the tape instead")
 
 
 def _holds_function(result_type, args) -> bool:
@@ -182,6 +215,8 @@ class Context:
         self.renames: dict[Var, Var] = {}
         self.specializations: dict = {}  # (function, env types) -> its vjp's name
         self.result_envs: dict[str, Type] = {}  # vjp name -> env type of its closure result
+        # the VJP rules' recorded expansions (this run's: rule_templates.py)
+        self.templates = new_templates(VJP, module)
 
     def finish(self, fn: Function) -> Function:
         """``fn`` with the adjoint names chosen during the sweeps given to its variables."""
@@ -288,7 +323,7 @@ class Sweep:
         self.trace = trace or ctx.new_trace(len(self.bindings))
         self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
-        self.relevant, uses = _analyze(self.bindings, sources, targets)
+        self.relevant, uses, checks = _analyze(self.bindings, sources, targets)
         self.wants = self.relevant.__contains__  # whether a variable needs an adjoint
         self.pullbacks: dict[Var, Var] = {}
         self.extra: dict[Var, object] = {}  # per-binding data for backward handlers
@@ -299,11 +334,7 @@ class Sweep:
         self.env_types: dict[Var, Type] = {}
         self.refused: dict[Var, str] = {}
         self.adj.type_of = self.adjoint_type
-        _refuse_stacks(self.bindings, self.relevant, "reverse")
-        missing = missing_rules(self.bindings, self.relevant)
-        if missing:
-            raise NoRuleError("no VJP rule for: " + "; ".join(missing) +
-                              " (register one with chainrule.rules.register_vjp)")
+        _check_relevant(self.bindings, checks)
         self.copy = self._make_copy()
         # contributions each adjoint still expects (straight-line uses only; the others
         # are named when the sweep reaches them), and adjoints named as they were made
@@ -337,7 +368,7 @@ class Sweep:
     def forward(self, bindings=None):
         """Copy bindings (default: all) into the current block; returns the new result."""
         self.copy.emit_bindings(self.bindings if bindings is None else bindings)
-        self.ctx.forward_vars.update(v for v in self.local.values() if isinstance(v, Var))
+        self.ctx.forward_vars.update(self.local.values())  # (only variables are looked up)
         return self.copy.atom(self.result)
 
     def new(self, atom):
@@ -355,21 +386,28 @@ class Sweep:
         found = {}
         frame = self.b.bindings  # handlers open nested blocks but return to this one
         backward = self.ctx.backward
+        # calls of ops skip the dispatch (and _call_backward's tests of the callee)
+        ops_direct = backward.get(Call) is _call_backward
+        msgs, relevant, named_early = adj.msgs, self.relevant, self.named_early
         for binding in reversed(self.bindings):
             v = binding.var
-            msg = adj.msgs.pop(v, None)
-            if msg is None or v not in self.relevant:
+            msg = msgs.pop(v, None)
+            if msg is None or v not in relevant:
                 continue
-            if isinstance(v.type, TensorType) and self.named_early.get(v) is not msg:
+            if type(v.type) is TensorType and named_early.get(v) is not msg:
                 msg = self.name_adjoint(v, msg)
             if v in keep:
                 found[v] = msg
-            handler = backward.get(type(binding.value))
-            if handler is None:
-                raise GradientError(f"{v.name}: reverse mode through "
-                                    f"{type(binding.value).__name__} is not supported")
             start = len(frame)
-            handler(self, binding, msg)
+            value = binding.value
+            if ops_direct and type(value) is Call and type(value.callee) is Op:
+                op_backward(self, binding, msg)
+            else:
+                handler = backward.get(type(value))
+                if handler is None:
+                    raise GradientError(f"{v.name}: reverse mode through "
+                                        f"{type(value).__name__} is not supported")
+                handler(self, binding, msg)
             if self.expected:
                 self._name_final(binding, frame, start)
         for p in self.inputs:
@@ -403,6 +441,14 @@ class Sweep:
             return
         msgs = self.adj.msgs
         end = len(frame)
+        if len(done) == 1 and end > start:  # the common case: the rule's last binding
+            u = done[0]
+            m = msgs.get(u)
+            if type(m) is Var and frame[-1].var is m and type(u.type) is TensorType:
+                new = self.b.rebind(end - 1, f"{self.new(u).name}_adjoint")
+                msgs[u] = self.named_early[u] = new
+                self.ctx.named.add(new)
+                return
         for u in done:
             m = msgs.get(u)
             if type(m) is not Var or type(u.type) is not TensorType:
@@ -414,8 +460,7 @@ class Sweep:
                 continue
             if len(done) > 1 and sum(msgs.get(w) is m for w in done) > 1:
                 continue  # one variable for two adjoints: named when the sweep reaches them
-            if k + 1 < end and any(m in atoms_of(b.value) or nested_blocks(b.value)
-                                   for b in frame[k + 1:]):
+            if k + 1 < end and _read_after(frame, k, m):
                 continue
             new = self.b.rebind(k, f"{self.new(u).name}_adjoint")
             msgs[u] = self.named_early[u] = new
@@ -434,6 +479,19 @@ class Sweep:
         var = self.b.emit(msg, name)
         ctx.named.add(var)
         return var
+
+
+def _read_after(frame: list, k: int, m: Var) -> bool:
+    """Whether a binding after ``frame[k]`` reads ``m`` or holds a nested block."""
+    for b in frame[k + 1:]:
+        v = b.value
+        if type(v) is Call and type(v.callee) is Op and not any(
+                type(a) is Tuple for a in v.args):
+            if m in v.args:  # atoms compare by identity
+                return True
+        elif m in atoms_of(v) or nested_blocks(v):
+            return True
+    return False
 
 
 # -- backward handlers of straight-line bindings ----------------------------------------
@@ -463,54 +521,7 @@ def _call_backward(sweep: Sweep, binding: Binding, msg) -> None:
         for i, part in zip(floats, parts):
             adj.accumulate(call.args[i], part, sweep.wants)
         return
-    op = call.callee
-    if not op.differentiable:
-        return
-    trace = sweep.trace
-    if type(msg) is Var and type(msg.type) is TensorType:  # the common case first
-        dout = Traced(trace, msg)
-    elif isinstance(binding.var.type, TupleType):
-        dresult = adj.materialize(msg, binding.var.type)
-        dout = tuple(adj.wrap(f) for f in adj.split(dresult, binding.var.type))
-    else:
-        dout = adj.wrap(adj.materialize(msg, binding.var.type))
-    new = sweep.copy.atom
-    out = Traced(trace, new(binding.var))
-    args = [new(a) for a in call.args]
-    start = len(sweep.b.bindings)
-    partials = VJP[op](out, dout, *[Traced(trace, a) if type(a) is Var else adj.wrap(a)
-                                    for a in args], **call.attrs)
-    if len(partials) != len(args):
-        raise GradientError(f"the VJP rule of {op.name} returned {len(partials)} cotangents "
-                            f"for {len(args)} operands")
-    fitted, dropped = [], False
-    relevant = sweep.relevant
-    for i, (old, new, p) in enumerate(zip(call.args, args, partials)):
-        if p is None:
-            continue
-        if not (old in relevant if type(old) is Var else _wants_any(sweep, old)):
-            dropped = True
-            continue
-        if type(p) is NoDerivative:
-            raise NoRuleError(f"{binding.var.name} = {op.name}(...): no derivative with "
-                              f"respect to operand {i}: {p.reason}")
-        fitted.append((old, adj.fit(p, new.type if type(new) is Var else arg_type_of(new))))
-    if dropped:  # work done only for a cotangent nobody needs
-        prune(sweep.b.bindings, start, [f for _, f in fitted])
-    for old, atom in fitted:
-        adj.accumulate(old, atom, sweep.wants)
-
-
-def _wants_any(sweep, atom) -> bool:
-    if isinstance(atom, Tuple):
-        return any(_wants_any(sweep, f) for f in atom.fields)
-    return isinstance(atom, Var) and sweep.wants(atom)
-
-
-def arg_type_of(atom) -> Type:
-    if isinstance(atom, Tuple):
-        return TupleType(arg_type_of(f) for f in atom.fields)
-    return atom.type
+    op_backward(sweep, binding, msg)
 
 
 def _tuple_backward(sweep: Sweep, binding: Binding, msg) -> None:

@@ -35,13 +35,13 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.op import Op
+from ..ir.op import Op, attrs_key
 from ..ir.types import FuncType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
 from ..rules import JVP, NoDerivative, has_jvp
 from .adjoint import Adjoints
 from .base import OptionsPass, register_pass
-from .gradient_sweep import arg_type_of
+from .gradient_ops import arg_type_of
 from .jvp_closures import (
     STACK_FORWARD,
     closure_call_forward,
@@ -49,6 +49,7 @@ from .jvp_closures import (
     function_forward,
     has_function,
 )
+from .rule_templates import Template, alias_pattern, new_templates
 
 
 def jvp_type(fn: Function, wrt=None) -> FuncType:
@@ -76,6 +77,8 @@ class _Context:
         # (function, positions with a tangent or None for every float one) -> its jvp's name
         self.names: dict[tuple, str] = {}
         self.zero_result: set[str] = set()  # generated jvps whose result tangent is zero
+        # the JVP rules' recorded expansions (this run's: rule_templates.py)
+        self.templates = new_templates(JVP, module)
 
     def jvp_name(self, name: str, wrt=None, jname: str | None = None) -> str:
         """The jvp of module function ``name`` taking tangents for the float parameters
@@ -186,9 +189,9 @@ class _ForwardSweep:
         """Record a tangent; a variable the rule just emitted is named ``<v>_dot``."""
         if msg is None:
             return
-        if (start is not None and type(msg) is Var and isinstance(old.type, TensorType)
+        if (start is not None and type(msg) is Var and type(old.type) is TensorType
                 and msg not in self.ctx.named):
-            frame = self.b.bindings
+            frame = self.b._frames[-1]
             if len(frame) > start and frame[-1].var is msg:
                 # the rule's last binding, which nothing reads yet: named at once
                 msg = self.b.rebind(len(frame) - 1, f"{new.name}_dot")
@@ -199,14 +202,18 @@ class _ForwardSweep:
 
 def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     call = binding.value
+    callee = call.callee
+    if type(callee) is Op or isinstance(callee, Op):
+        stack = STACK_FORWARD.get(callee)  # the stacks of reverse-mode loops
+        return _op_forward(sweep, binding) if stack is None else stack(sweep, binding)
     tangents = [sweep.tangent(a) for a in call.args]
-    if isinstance(call.callee, GlobalVar) and (any(t is not None for t in tangents) or (
-            has_function(sweep.ctx.module[call.callee.name].ret_type))):
-        fn = sweep.ctx.module[call.callee.name]
+    if isinstance(callee, GlobalVar) and (any(t is not None for t in tangents) or (
+            has_function(sweep.ctx.module[callee.name].ret_type))):
+        fn = sweep.ctx.module[callee.name]
         # only the non-zero tangents are passed: the callee's jvp for that pattern
         wrt = [i for i, (t, p) in enumerate(zip(tangents, fn.params))
                if t is not None and has_float(p.type)]
-        jname = sweep.ctx.jvp_name(call.callee.name, wrt)
+        jname = sweep.ctx.jvp_name(callee.name, wrt)
         args = [sweep.copy.atom(a) for a in call.args]
         dargs = [sweep.adj.materialize(tangents[i], fn.params[i].type) for i in wrt]
         pair = sweep.b.emit(Call(GlobalVar(jname), args + dargs), f"{binding.var.name}_jvp")
@@ -215,17 +222,97 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
         if jname not in sweep.ctx.zero_result:
             sweep.set_tangent(binding.var, sweep.b.emit(TupleGetItem(pair, 1)), new)
         return
-    if isinstance(call.callee, Var):
+    if isinstance(callee, Var):
         return closure_call_forward(sweep, binding)
-    if isinstance(call.callee, Op) and call.callee in STACK_FORWARD:
-        return STACK_FORWARD[call.callee](sweep, binding)
-    new = sweep.copy_binding(binding)
+    sweep.copy_binding(binding)  # a call of a module function with zero tangents
+
+
+def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
+    """A call of an op copied, then its tangent from its operands' (the rule's
+    expansion, or its template replayed: rule_templates.py)."""
+    call = binding.value
     op = call.callee
-    if isinstance(call.callee, GlobalVar) or not op.differentiable or all(
-            t is None for t in tangents):
+    copy = sweep.copy
+    # the copy of an op call (Mutator.emit_bindings' own path, for one binding)
+    new = copy.subst[binding.var] = copy._copy_op_call(binding)
+    if not op.differentiable:
         return
+    olds = call.args
+    plain = Tuple not in map(type, olds)  # atoms only: looked up directly
+    tangents = (list(map(sweep.tangents.get, olds)) if plain
+                else [sweep.tangent(a) for a in olds])
+    nonzero = [t for t in tangents if t is not None]
+    if not nonzero:
+        return
+    start = len(sweep.b._frames[-1])
+    templates = sweep.ctx.templates
+    key = None
+    if templates is not None and templates.cacheable_rule(op):
+        subst = copy.subst.get
+        args = list(map(subst, olds, olds)) if plain else [copy.atom(a) for a in olds]
+        key = _key(op, call.attrs, new, args, tangents, nonzero)
+    if key is None:
+        total = _tangent(sweep, binding, new, tangents)
+    else:
+        template = templates.entries.get(key)
+        if type(template) is Template:  # RuleTemplates.expand's common case, inlined
+            if template.last_out == 0 and type(binding.var.type) is TensorType:
+                # the tangent is the last binding: made as set_tangent would rename it
+                sweep.tangents[binding.var] = template.replay(
+                    (new, *args, *nonzero), sweep.b, f"{new.name}_dot")[0]
+                return
+            total = template.replay((new, *args, *nonzero), sweep.b)[0]
+        else:
+            total = templates.expand(key, (new, *args, *nonzero), sweep.trace, _tangent_one,
+                                     sweep, binding, new, tangents)[0]
+    sweep.set_tangent(binding.var, total, new, start)
+
+
+def _key(op, attrs, new, args, tangents, nonzero) -> tuple | None:
+    """What the expansion of a call's tangent depends on (see rule_templates.py): the
+    op, its attributes, the types of its result, operands and non-zero tangents, which
+    tangents are zero, which of these variables are the same."""
+    if attrs:
+        ak = attrs_key(attrs)
+        if ak is None:
+            return None
+    else:
+        ak = ()
+    if len(args) == 1:
+        (a,), (t,) = args, tangents  # t is not None: a tangent varies
+        if type(a) is not Var or type(t) is not Var:
+            return None  # a constant (a rule may read its value), a tuple
+        return (op, ak, id(new.type), id(a.type), id(t.type),
+                alias_pattern((new, a, t)) if a is t or new is a or new is t else None)
+    if len(args) == 2:
+        (a, b), (s, t) = args, tangents
+        if (type(a) is not Var or type(b) is not Var or (s is not None and type(s) is not Var)
+                or (t is not None and type(t) is not Var)):
+            return None
+        return (op, ak, id(new.type), id(a.type), id(b.type),
+                None if s is None else id(s.type), None if t is None else id(t.type),
+                alias_pattern((new, a, b, *nonzero))
+                if a is b or a is s or a is t or b is s or b is t or s is t else None)
+    key = [op, ak, id(new.type)]
+    for a, t in zip(args, tangents):
+        if type(a) is not Var or (t is not None and type(t) is not Var):
+            return None
+        key.append(id(a.type))
+        key.append(None if t is None else id(t.type))
+    key.append(alias_pattern((new, *args, *nonzero)))
+    return tuple(key)
+
+
+def _tangent_one(sweep: _ForwardSweep, binding: Binding, new: Var, tangents) -> tuple:
+    return (_tangent(sweep, binding, new, tangents),)
+
+
+def _tangent(sweep: _ForwardSweep, binding: Binding, new: Var, tangents):
+    """The tangent of ``new``, the copy of ``binding`` (a call of an op), emitted from
+    its operands' ``tangents`` (None: a symbolic zero; one at least is not)."""
+    call = binding.value
+    op = call.callee
     adj = sweep.adj
-    start = len(sweep.b.bindings)
     varying = [i for i, t in enumerate(tangents) if t is not None]
     linear = range(len(call.args)) if op.linear == "all" else (
         op.linear if isinstance(op.linear, tuple) else ())
@@ -237,9 +324,7 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
         # zero base, where's other branch)
         targs = [tangents[i] if t is not None else sweep.copy.atom(a)
                  for i, (a, t) in enumerate(zip(call.args, tangents))]
-        total = _fit_out(adj, adj.wrap(sweep.b.call(op, targs, call.attrs)), new.type)
-        sweep.set_tangent(binding.var, total, new, start)
-        return
+        return _fit_out(adj, adj.wrap(sweep.b.call(op, targs, call.attrs)), new.type)
     args = [adj.wrap(sweep.copy.atom(a)) for a in call.args]
     maps = JVP[op](Traced(sweep.trace, new), *args, **call.attrs)
     if len(maps) != len(args):
@@ -254,7 +339,7 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
                               f"respect to operand {i}: {m.reason}")
         contrib = m(adj.wrap(adj.materialize(t, _type(t))))
         total = adj.add(total, _fit_out(adj, contrib, new.type), new.type)
-    sweep.set_tangent(binding.var, total, new, start)
+    return total
 
 
 def _type(msg):

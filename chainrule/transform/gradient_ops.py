@@ -1,0 +1,138 @@
+"""The reverse sweep through a call of an op: its VJP rule applied to the binding's
+adjoint (or the rule's template replayed, ``rule_templates.py``), the partials fitted
+to their operands' types, the work for operands that need no adjoint pruned, and the
+rest accumulated into the operands' adjoints."""
+
+from __future__ import annotations
+
+from ..emit.trace import Traced
+from ..errors import GradientError, NoRuleError
+from ..ir.nodes import Tuple, Var
+from ..ir.op import attrs_key
+from ..ir.types import TensorType, TupleType, Type
+from ..rules import VJP, NoDerivative
+from .adjoint import prune
+from .rule_templates import Template, alias_pattern
+
+
+def op_backward(sweep, binding, msg) -> None:
+    """Accumulate the adjoints of the operands of ``binding`` (a call of an op) given
+    ``msg``, the adjoint of its result."""
+    call = binding.value
+    op = call.callee
+    if not op.differentiable:
+        return
+    subst = sweep.copy.subst.get  # ForwardCopy.atom, inlined for variables and constants
+    out = subst(binding.var, binding.var)
+    olds = call.args
+    args = (list(map(subst, olds, olds)) if Tuple not in map(type, olds)
+            else [sweep.copy.atom(a) for a in olds])
+    templates = sweep.ctx.templates
+    key = None
+    if (templates is not None and type(msg) is Var and type(msg.type) is TensorType
+            and templates.cacheable_rule(op)):
+        key = _key(op, call.attrs, out, msg, olds, args, sweep.relevant)
+    if key is None:
+        fitted = _apply_rule(sweep, binding, msg, out, args)
+    else:
+        template = templates.entries.get(key)
+        if type(template) is Template:  # RuleTemplates.expand's common case, inlined
+            fitted = template.replay((out, msg, *args), sweep.b)
+        else:
+            fitted = templates.expand(key, (out, msg, *args), sweep.trace, _apply_rule,
+                                      sweep, binding, msg, out, args)
+    adj = sweep.adj
+    msgs, wants = adj.msgs, sweep.wants
+    for old, atom in zip(olds, fitted):
+        if atom is None:
+            continue
+        if type(old) is Var and wants(old):  # Adjoints.accumulate's common case, inlined
+            prev = msgs.get(old)
+            msgs[old] = atom if prev is None else adj.add(prev, atom, adj.type_of(old))
+        else:
+            adj.accumulate(old, atom, wants)
+
+
+def _key(op, attrs, out, msg, olds, args, relevant) -> tuple | None:
+    """What the expansion of this call's rule depends on (see rule_templates.py)."""
+    if attrs:
+        ak = attrs_key(attrs)
+        if ak is None:
+            return None
+    else:
+        ak = ()
+    n = len(args)
+    if n == 1:
+        (a,) = args
+        if type(a) is not Var:
+            return None  # a constant (a rule may read its value) or a tuple
+        return (op, ak, id(out.type), id(msg.type), id(a.type), olds[0] in relevant,
+                alias_pattern((out, msg, a)) if out is msg or out is a or msg is a else None)
+    if n == 2:
+        a, b = args
+        if type(a) is not Var or type(b) is not Var:
+            return None
+        return (op, ak, id(out.type), id(msg.type), id(a.type), id(b.type),
+                olds[0] in relevant, olds[1] in relevant,
+                alias_pattern((out, msg, a, b)) if (out is msg or msg is a or msg is b
+                                                    or a is b or out is a or out is b)
+                else None)
+    key = [op, ak, id(out.type), id(msg.type)]
+    for old, a in zip(olds, args):
+        if type(a) is not Var:
+            return None
+        key.append(id(a.type))
+        key.append(old in relevant)
+    key.append(alias_pattern((out, msg, *args)))
+    return tuple(key)
+
+
+def _apply_rule(sweep, binding, msg, out_var, args) -> list:
+    """Run the VJP rule; one fitted partial (an atom) per operand, None where nothing
+    is to be accumulated."""
+    call = binding.value
+    op = call.callee
+    adj, trace = sweep.adj, sweep.trace
+    if type(msg) is Var and type(msg.type) is TensorType:  # the common case first
+        dout = Traced(trace, msg)
+    elif isinstance(binding.var.type, TupleType):
+        dresult = adj.materialize(msg, binding.var.type)
+        dout = tuple(adj.wrap(f) for f in adj.split(dresult, binding.var.type))
+    else:
+        dout = adj.wrap(adj.materialize(msg, binding.var.type))
+    start = len(sweep.b.bindings)
+    partials = VJP[op](Traced(trace, out_var), dout,
+                       *[Traced(trace, a) if type(a) is Var else adj.wrap(a) for a in args],
+                       **call.attrs)
+    if len(partials) != len(args):
+        raise GradientError(f"the VJP rule of {op.name} returned {len(partials)} cotangents "
+                            f"for {len(args)} operands")
+    fitted, dropped = [], False
+    relevant = sweep.relevant
+    for i, (old, new, p) in enumerate(zip(call.args, args, partials)):
+        if p is None:
+            fitted.append(None)
+            continue
+        if not (old in relevant if type(old) is Var else _wants_any(sweep, old)):
+            dropped = True
+            fitted.append(None)
+            continue
+        if type(p) is NoDerivative:
+            raise NoRuleError(f"{binding.var.name} = {op.name}(...): no derivative with "
+                              f"respect to operand {i}: {p.reason}")
+        fitted.append(adj.fit(p, new.type if type(new) is Var else arg_type_of(new)))
+    if dropped:  # work done only for a cotangent nobody needs
+        prune(sweep.b.bindings, start, [f for f in fitted if f is not None])
+    return fitted
+
+
+def _wants_any(sweep, atom) -> bool:
+    if isinstance(atom, Tuple):
+        return any(_wants_any(sweep, f) for f in atom.fields)
+    return isinstance(atom, Var) and sweep.wants(atom)
+
+
+def arg_type_of(atom) -> Type:
+    if isinstance(atom, Tuple):
+        return TupleType(arg_type_of(f) for f in atom.fields)
+    return atom.type
