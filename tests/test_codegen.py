@@ -4,76 +4,14 @@ buffer reuse; the source is readable; names from the IR never reach it unchecked
 
 from __future__ import annotations
 
-import ast
-import textwrap
-
 import numpy as np
 import pytest
+from codegen_helpers import CHAIN, RECURSIVE, check, f32, parse, rng
 from op_catalog import CATALOG
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend.codegen import compile_module, safe_identifier
-from chainrule.errors import ChainruleError, CodegenError, InterpretError
-from chainrule.ir import (
-    Binding,
-    Block,
-    Builder,
-    Call,
-    Constant,
-    Function,
-    GlobalVar,
-    Module,
-    TensorType,
-    Var,
-    get_op,
-)
-
-rng = np.random.default_rng(0)
-
-
-def parse(text: str) -> Module:
-    return cr.parse(textwrap.dedent(text))
-
-
-def same(a, b, where="result") -> None:
-    """Equal bit for bit, with the same dtype and shape (tuples field by field)."""
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        assert isinstance(a, tuple) and isinstance(b, tuple), where
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            same(x, y, f"{where}[{i}]")
-        return
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.dtype == b.dtype, f"{where}: dtype {a.dtype} != {b.dtype}"
-    assert a.shape == b.shape, f"{where}: shape {a.shape} != {b.shape}"
-    assert a.tobytes() == b.tobytes(), f"{where}: {a} != {b}"
-
-
-def type_of(value):
-    a = np.asarray(value)
-    return TensorType(a.shape, a.dtype)
-
-
-def check(m: Module, *args, func: str = "main"):
-    """Compiled (in place and not) == interpreter; result types == the IR's."""
-    expected = cr.run(m, *args, func=func)
-    saved = [np.copy(a) for a in args]
-    for inplace in (True, False):
-        f = compile_module(m, func, inplace=inplace)
-        same(f(*args), expected, f"inplace={inplace}")
-        for a, b in zip(args, saved):
-            same(a, b, "an argument")  # never written
-    ret = m[func].ret_type
-    if isinstance(ret, TensorType):
-        assert type_of(expected).dtype == ret.dtype
-        assert type_of(expected).shape == tuple(ret.shape) or not ret.is_static
-    return compile_module(m, func)
-
-
-def f32(*shape):
-    return rng.standard_normal(shape).astype(np.float32)
-
+from chainrule.backend.codegen import compile_module
 
 # -- straight-line code, dtypes, broadcasting -----------------------------------------
 
@@ -400,27 +338,6 @@ def test_closures_made_in_a_loop_see_that_iteration():
     check(m, 0.5, 5)
 
 
-RECURSIVE = """
-def mypow(x: f64, n: i64) -> f64:
-    c = less_equal(n, 0)
-    if c:
-        r = 1.0
-    else:
-        n1 = subtract(n, 1)
-        p = mypow(x, n1)
-        xp = multiply(x, p)
-        r = xp
-    return r
-
-def main(x: f64, n: i64) -> f64:
-    y = mypow(x, n)
-    z = helper(y)
-    return z
-
-def helper(y: f64) -> f64:
-    z = multiply(y, 2.0)
-    return z
-"""
 
 
 def test_recursion_and_calls_between_functions():
@@ -434,17 +351,6 @@ def test_recursion_and_calls_between_functions():
 # -- memory: del and in-place ----------------------------------------------------------------
 
 
-CHAIN = """
-def main(x: f64[1000], y: f64[1000]) -> f64[1000]:
-    a = add(x, y)
-    b = tanh(a)
-    c = multiply(b, 2.0)
-    d = subtract(c, y)
-    e = exp(d)
-    f = maximum(e, x)
-    g = add(y, f)
-    return g
-"""
 
 
 def test_inplace_chain_reuses_one_buffer():
@@ -517,115 +423,3 @@ def test_unused_bindings_are_freed():
     """)
     src = check(m, rng.standard_normal(3)).source
     assert "del a" in src
-
-
-# -- names and safety --------------------------------------------------------------------
-
-
-def test_malicious_names_never_reach_the_source():
-    b = Builder()
-    x = b.param("x; import os", TensorType((3,), "f64"))
-    y = b.call(get_op("tanh"), [x], name="y = __import__('os')")
-    z = b.call(get_op("add"), [y, x], name="np")
-    w = b.call(get_op("multiply"), [z, z], name="lambda")
-    u = b.call(get_op("exp"), [w], name="\uff58")  # fullwidth x: NFKC-equal to x
-    v = b.call(get_op("add"), [u, x], name="x")
-    fn = b.finish_function(v)
-    m = Module({"main(); import os #": fn})
-    f = compile_module(m, "main(); import os #")
-    src = f.source
-    tree = ast.parse(src)
-    allowed = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Assign, ast.AugAssign,
-               ast.Delete, ast.Return, ast.Name, ast.Load, ast.Store, ast.Del, ast.Call,
-               ast.Attribute, ast.BinOp, ast.Add, ast.Mult, ast.keyword)
-    for node in ast.walk(tree):
-        assert isinstance(node, allowed), ast.dump(node)
-        if isinstance(node, ast.Name):
-            assert node.id.isascii() and node.id.isidentifier()
-    assert "\uff58" not in src and "lambda" not in src
-    names = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name)]
-    assert "np" in names and "x" in names  # the variable named np was renamed
-    same(f(np.arange(3.0)), cr.run(m, np.arange(3.0), func="main(); import os #"))
-
-
-def test_malicious_attribute_values_go_through_the_namespace():
-    class EvilInt(int):
-        def __repr__(self):
-            return "0]; import os; x[0"
-
-        __str__ = __repr__
-
-    x = Var("x", TensorType((3, 4), "f64"))
-    y = Var("y", TensorType((4,), "f64"))
-    key = (EvilInt(1),)
-    fn = Function([x], Block([Binding(y, Call(get_op("index"), [x], {"key": key}))], y),
-                  y.type)
-    m = Module({"main": fn})
-    f = compile_module(m)
-    assert "import" not in f.source
-    data = rng.standard_normal((3, 4))
-    same(f(data), data[1])
-
-
-def test_safe_identifier():
-    assert safe_identifier("lv0") == "lv0"
-    assert safe_identifier("x; import os") == "x__import_os"
-    assert safe_identifier("class") == "v"
-    assert safe_identifier("0abc") == "v_0abc"
-    assert safe_identifier(None) == "v"
-    assert safe_identifier("\uff58") == "_"
-
-
-# -- errors, caching ---------------------------------------------------------------------
-
-
-def test_errors():
-    m = cr.parse(RECURSIVE)
-    f = compile_module(m)
-    with pytest.raises(InterpretError):
-        f(1.0)
-    with pytest.raises(CodegenError):
-        compile_module(m, "nope")
-    bad = Module({"main": Function([], Block([Binding(Var("y", TensorType((), "f64")),
-                                                       Call(GlobalVar("gone"), []))],
-                                               Constant(1.0)), TensorType((), "f64"))})
-    with pytest.raises(CodegenError):
-        compile_module(bad)
-    assert issubclass(CodegenError, ChainruleError)
-
-
-def test_data_errors_are_chainrule_errors():
-    m = parse("""
-        def main(x: f64[3], i: i64[2]) -> f64[2]:
-            y = x[i]
-            return y
-    """)
-    with pytest.raises(InterpretError):
-        compile_module(m)(np.zeros(3), np.array([0, 7]))
-
-
-def test_compiled_once_per_module():
-    m = cr.parse(CHAIN)
-    assert compile_module(m).compiled is compile_module(m).compiled
-    assert compile_module(m, inplace=False).compiled is not compile_module(m).compiled
-
-
-# -- scale -----------------------------------------------------------------------------
-
-
-def test_100k_bindings_compile_and_run():
-    n = 100_000
-    t = TensorType((4,), "f64")
-    x = Var("x", t)
-    bindings, prev = [], x
-    tanh, add = get_op("tanh"), get_op("add")
-    one = Constant(np.float64(1e-3))
-    for i in range(n):
-        v = Var(f"v{i}", t)
-        call = Call(tanh, [prev]) if i % 2 else Call(add, [prev, one])
-        bindings.append(Binding(v, call))
-        prev = v
-    m = Module({"main": Function([x], Block(bindings, prev), t)})
-    f = compile_module(m)
-    data = np.linspace(-1, 1, 4)
-    same(f(data), cr.run(m, data))
