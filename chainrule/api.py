@@ -25,6 +25,7 @@ from .api_polymorphic import run_cached, symbolic_types
 from .backend.interpret import Interpreter
 from .backend.namespaces import OnBackend, get_namespace
 from .checks import (
+    Allocated,
     BoundCall,
     ManyStaticValues,
     StaticArgs,
@@ -158,9 +159,14 @@ class _Transform:
             entry = self.fast_cache.get(fast[0])
             if entry is not None:
                 try:
-                    return entry.finish(entry.run_fast(fast[1]), args)
+                    result = entry.run_fast(fast[1])  # the guards of captured values run
                 except Stale:
                     self.forget(entry)
+                else:
+                    tiers = getattr(entry, "tiers", None)
+                    if type(result) is tuple and tiers is not None and tiers.allocates_results:
+                        result = Allocated(result)  # fresh arrays: own() copies none
+                    return entry.finish(result, args)
         call = self.bind(args, kwargs)
         if self.on_tape is not None and self.fallback_for is not RandomDraws and any(
                 getattr(x, "requires_grad", False) for x in call.flat()[0]):

@@ -123,12 +123,32 @@ def own(tree, inputs=()):
     >>> [o is x for o in out], np.shares_memory(out[1], x), out[2].base is None
     ([False, False, False], False, True)
     """
+    if type(tree) is Allocated:  # nothing to copy: only 0-d arrays become scalars
+        return _scalars(tree)
     memory = _InputMemory(inputs)
     seen: set[int] = set()
     if type(tree) is tuple:  # the generated code's results: tuples of arrays, nested
         return _own_tuple(tree, memory, seen)
     leaves, td = flatten(tree)
     return unflatten(td, [_own_leaf(x, memory, seen) for x in leaves])
+
+
+class Allocated(tuple):
+    """The results of a call of generated code that returns only arrays the call
+    allocated, each once (``backend.execution.results_allocated``): ``own`` hands them
+    to the caller as they are, turning only 0-d arrays into NumPy scalars.
+
+    >>> out = own(Allocated((np.ones(2), np.array(3.0))), ())
+    >>> type(out) is tuple, out[1]
+    (True, np.float64(3.0))
+    """
+
+    __slots__ = ()
+
+
+def _scalars(tree: tuple) -> tuple:
+    return tuple([_scalars(x) if type(x) is tuple
+                  else x[()] if type(x) is np.ndarray and not x.ndim else x for x in tree])
 
 
 def _own_tuple(tree: tuple, memory, seen: set) -> tuple:

@@ -12,6 +12,8 @@ import numpy as np
 
 from ..errors import InterpretError
 from ..ir.dims import Dim
+from ..ir.nodes import Call, Function, Tuple, Var
+from ..ir.op import Op
 from ..ir.symbols import check_expressions
 from ..ir.types import FuncType, TensorType, TupleType, dtype_refusal
 
@@ -106,6 +108,62 @@ def coerce(arg, t, where: str, symbols: dict | None = None):
             raise InterpretError(f"{where}: expected a function")
         return arg
     return arg
+
+
+# reductions of NumPy's ufuncs: a result of rank 1 or more is always a new array
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod"})
+
+
+def _allocates(value) -> bool:
+    """Whether ``value`` (a binding's value) of rank 1 or more is a new array."""
+    if type(value) is not Call or not isinstance(value.callee, Op):
+        return False
+    op = value.callee
+    if op.fresh and not op.aliases:
+        return True
+    if op.name in _REDUCTIONS and not op.aliases:
+        return True
+    # a sum down to a smaller shape; to the same shape it is its operand
+    operand = value.args[0] if value.args else None
+    return (op.name == "collapse_sum_to" and isinstance(getattr(operand, "type", None),
+                                                        TensorType)
+            and operand.type.is_static and operand.type.shape != tuple(value.attrs["shape"]))
+
+
+def results_allocated(fn: Function) -> bool:
+    """Whether every array ``fn`` returns is a buffer the call itself allocated, each
+    returned once, so the caller may keep the results as they are (``checks.own`` need
+    not look for read-only arrays, arrays returned twice or memory shared with the
+    inputs). True when each result of rank 1 or more is a distinct variable bound in
+    the function's own block by an op that always makes a new array (``fresh``, never
+    an alias of an operand: the fact the code generator trusts when it writes into a
+    dead buffer); 0-d results may be anything (they are returned as NumPy scalars).
+
+    >>> import chainrule as cr
+    >>> m = cr.parse('''
+    ... def main(x: f64[3]) -> tuple[f64[3], f64[3], f64]:
+    ...     a = tanh(x)
+    ...     s = sum(a)
+    ...     return (a, x, s)
+    ... ''')
+    >>> results_allocated(m["main"])   # x is the caller's own array
+    False
+    """
+    made = {b.var: _allocates(b.value) for b in fn.body.bindings}
+    seen: set = set()
+    todo = [fn.body.result]
+    while todo:
+        atom = todo.pop()
+        if type(atom) is Tuple:
+            todo.extend(atom.fields)
+            continue
+        t = getattr(atom, "type", None)
+        if isinstance(t, TensorType) and t.ndim == 0:
+            continue
+        if type(atom) is not Var or not made.get(atom) or atom in seen:
+            return False
+        seen.add(atom)
+    return True
 
 
 class Liveness:

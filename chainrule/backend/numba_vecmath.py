@@ -11,11 +11,15 @@ becomes vector code: 4 float64 lanes per AVX2 instruction, fused multiply-adds.
 
 Each is a NumPy ufunc made by ``numba.vectorize``: called on a scalar inside a
 kernel it is inlined into the loop; inside an array expression numba fuses it with
-the other operations of the statement. Kernels call them on float64 only
-(``numba_source.VECMATH``): float32 keeps the C library's ``tanhf`` (and NumPy's
-SIMD float32 loops for large regions, ``numba_source.FLOAT32_SIMD``), since float32
-through these in float64 measured even with NumPy's SIMD ``tanh`` (160 against 168 us
-on 256x256, 3.7 against 3.4 us on 16x64).
+the other operations of the statement. Kernels call them on float64
+(``numba_source.VECMATH``). float32 through the float64 versions measured even with
+NumPy's SIMD ``tanh`` (160 against 168 us on 256x256, 3.7 against 3.4 us on 16x64),
+so ``exp``, ``log``, ``tanh`` and ``sigmoid`` have float32 versions computed in
+float32 (8 lanes per AVX2 instruction, shorter polynomials: Cephes' ``expf``,
+``logf``, ``tanhf``): the ufuncs ``exp32``, ``log32``, ``tanh32``, ``sigmoid32``
+(``FLOAT32``), 2 to 4 times NumPy's SIMD float32 loops in a kernel's loop. Their
+bound ``ULP_BOUND_F32`` is against the float64 result rounded to float32 (the exact
+result within half an ulp but for rare double roundings).
 
 Accuracy against NumPy (glibc's libm, itself within 1 ulp of the exact result),
 tested densely in ``tests/test_numba_vecmath.py``: ``ULP_BOUND[name]`` ulp in
@@ -49,6 +53,9 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 ULP_BOUND = {"exp": 2, "expm1": 3, "log": 2, "log1p": 3, "tanh": 3, "sigmoid": 3}
+ULP_BOUND_F32 = {"exp": 1, "log": 1, "tanh": 1, "sigmoid": 3}
+# the functions with a float32 version: ``vm.tanh32`` (float32 in and out)
+FLOAT32 = {name: f"{name}32" for name in ULP_BOUND_F32}
 
 _U64 = numba.uint64
 _SIGN = _U64(0x8000000000000000)
@@ -88,6 +95,33 @@ def fma(typingctx, a, b, c):
                                             "llvm.fma.f64")
         return builder.call(fn, args)
     return types.float64(types.float64, types.float64, types.float64), codegen
+
+
+@intrinsic
+def as_bits32(typingctx, x):
+    """The bits of a float32 as a uint32."""
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.uint32(types.float32), codegen
+
+
+@intrinsic
+def from_bits32(typingctx, x):
+    """The float32 whose bits are the uint32 ``x``."""
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.uint32), codegen
+
+
+@intrinsic
+def fma32(typingctx, a, b, c):
+    """``a * b + c`` in float32, rounded once (``llvm.fma.f32``)."""
+    def codegen(context, builder, sig, args):
+        f = ir.FloatType()
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(f, [f, f, f]),
+                                            "llvm.fma.f32")
+        return builder.call(fn, args)
+    return types.float32(types.float32, types.float32, types.float32), codegen
 
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -224,6 +258,99 @@ def sigmoid_f64(x):
     return s if x >= 0.0 else e * s
 
 
+# -- float32, computed in float32 ----------------------------------------------------
+_F = np.float32
+_U32 = numba.uint32
+_SIGN32 = _U32(0x80000000)
+_MANTISSA32 = _U32(0x007FFFFF)
+_SHIFTER32 = _F(12582912.0)  # 1.5 * 2**23
+_SHIFTER32_BITS = _U32(0x4B400000)
+_LOG2E32 = _F(1.44269504088896341)
+_LN2_HI32 = _F(0.693359375)  # ln 2 in two parts (Cephes): k * _LN2_HI32 is exact
+_LN2_LO32 = _F(-2.12194440e-4)
+_SQRT_HALF32 = _U32(0x3F3504F3)  # the bits of sqrt(1/2)
+_SMALLEST_NORMAL32 = _F(1.17549435e-38)
+_TWO23 = _F(8388608.0)
+
+
+@_jit
+def exp_f32(x):
+    """exp(x) in float32: ``2**k * exp(r)``, ``|r| <= ln(2)/2``, exp(r) by Cephes'
+    ``expf`` polynomial (degree 7), 2**k as two factors (subnormal results round once)."""
+    x = _F(89.0) if x > _F(89.0) else x  # overflows from 88.73; NaN passes
+    x = _F(-104.0) if x < _F(-104.0) else x  # underflows to 0 below -103.98
+    t = fma32(x, _LOG2E32, _SHIFTER32)
+    k = t - _SHIFTER32
+    r = fma32(k, -_LN2_HI32, x)
+    r = fma32(k, -_LN2_LO32, r)
+    r2 = r * r
+    p = fma32(r, _F(1.9875691500e-4), _F(1.3981999507e-3))
+    p = fma32(p, r, _F(8.3334519073e-3))
+    p = fma32(p, r, _F(4.1665795894e-2))
+    p = fma32(p, r, _F(1.6666665459e-1))
+    p = fma32(p, r, _F(5.0000001201e-1))
+    e = fma32(p, r2, r) + _F(1.0)
+    m = as_bits32(t) - (_SHIFTER32_BITS - _U32(256))  # k + 256 >= 0
+    half = m >> _U32(1)  # floor(k / 2) + 128
+    s1 = from_bits32((half - _U32(1)) << _U32(23))  # 2**floor(k/2)
+    s2 = from_bits32((m - half - _U32(1)) << _U32(23))  # 2**(k - floor(k/2))
+    return e * s1 * s2
+
+
+@_jit
+def log_f32(x):
+    """log(x) in float32: ``k ln 2 + log1p(f)``, ``1 + f`` the mantissa scaled into
+    ``[sqrt(1/2), sqrt(2))``, log1p(f) by Cephes' ``logf`` polynomial; subnormals scaled
+    by 2**23 first; log(0) = -inf, log(x < 0) = nan."""
+    tiny = x < _SMALLEST_NORMAL32
+    y = x * _TWO23 if tiny else x
+    bits = as_bits32(y) + (_U32(0x3F800000) - _SQRT_HALF32)
+    k = _F(np.int32(bits >> _U32(23))) - _F(127.0)
+    k = k - _F(23.0) if tiny else k
+    f = from_bits32((bits & _MANTISSA32) + _SQRT_HALF32) - _F(1.0)
+    z = f * f
+    p = fma32(f, _F(7.0376836292e-2), _F(-1.1514610310e-1))
+    p = fma32(p, f, _F(1.1676998740e-1))
+    p = fma32(p, f, _F(-1.2420140846e-1))
+    p = fma32(p, f, _F(1.4249322787e-1))
+    p = fma32(p, f, _F(-1.6668057665e-1))
+    p = fma32(p, f, _F(2.0000714765e-1))
+    p = fma32(p, f, _F(-2.4999993993e-1))
+    p = fma32(p, f, _F(3.3333331174e-1))
+    y = fma32(k, _LN2_LO32, f * z * p)
+    y = fma32(_F(-0.5), z, y)
+    y = fma32(k, _LN2_HI32, f + y)
+    y = -np.float32(np.inf) if x == _F(0.0) else y
+    y = np.float32(np.nan) if x < _F(0.0) else y
+    return x if not x < np.float32(np.inf) else y  # +inf and nan are themselves
+
+
+@_jit
+def tanh_f32(x):
+    """tanh(x) in float32: Cephes' ``tanhf`` odd polynomial below |x| = 0.625, else
+    ``1 - 2 / (exp(2|x|) + 1)`` (|x| capped at 10, where tanh rounds to 1), the sign
+    of x put back (``-0.0`` stays ``-0.0``; NaN passes)."""
+    a = from_bits32(as_bits32(x) & ~_SIGN32)
+    a = _F(10.0) if a > _F(10.0) else a  # (inf: no inf - inf in the polynomial)
+    z = a * a
+    p = fma32(z, _F(-5.70498872745e-3), _F(2.06390887954e-2))
+    p = fma32(p, z, _F(-5.37397155531e-2))
+    p = fma32(p, z, _F(1.33314422036e-1))
+    p = fma32(p, z, _F(-3.33332819422e-1))
+    small = fma32(p * z, a, a)
+    big = _F(1.0) - _F(2.0) / (exp_f32(_F(2.0) * a) + _F(1.0))
+    t = small if a < _F(0.625) else big
+    return from_bits32((as_bits32(t) & ~_SIGN32) | (as_bits32(x) & _SIGN32))
+
+
+@_jit
+def sigmoid_f32(x):
+    """1 / (1 + exp(-x)) in float32, from e = exp(-|x|) (as ``sigmoid_f64``)."""
+    e = exp_f32(-from_bits32(as_bits32(x) & ~_SIGN32))
+    s = _F(1.0) / (_F(1.0) + e)
+    return s if x >= _F(0.0) else e * s
+
+
 # -- the ufuncs kernels call ---------------------------------------------------------
 # Compiled for a dtype when first used (a kernel's typing compiles the loop it needs:
 # ~0.1 s each, where compiling them all at import would cost 1.5 s)
@@ -264,3 +391,28 @@ def tanh(x):
 def sigmoid(x):
     """The logistic sigmoid 1 / (1 + exp(-x)), vectorizable (``sigmoid_f64``)."""
     return sigmoid_f64(np.float64(x))
+
+
+# float32 (``FLOAT32``): computed in float32 whatever the argument's dtype, float32 results
+@_ufunc
+def exp32(x):
+    """exp(x) in float32, vectorizable (``exp_f32``)."""
+    return exp_f32(np.float32(x))
+
+
+@_ufunc
+def log32(x):
+    """log(x) in float32, vectorizable (``log_f32``)."""
+    return log_f32(np.float32(x))
+
+
+@_ufunc
+def tanh32(x):
+    """tanh(x) in float32, vectorizable (``tanh_f32``)."""
+    return tanh_f32(np.float32(x))
+
+
+@_ufunc
+def sigmoid32(x):
+    """The logistic sigmoid in float32, vectorizable (``sigmoid_f32``)."""
+    return sigmoid_f32(np.float32(x))

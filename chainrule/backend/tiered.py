@@ -56,8 +56,9 @@ from ..errors import CodegenError, InterpretError
 from ..ir.collector import paused
 from ..ir.nodes import Module
 from .codegen import CompiledFunction, compile_module
-from .execution import coerce_args
+from .execution import coerce_args, results_allocated
 from .interpret import Interpreter
+from .logsumexp_sharing import share_logsumexp
 from .numba_backend import compile_program
 from .numba_backend import enabled as numba_enabled
 
@@ -77,7 +78,7 @@ class Tiered:
     ``module`` is that module, made on first use."""
 
     __slots__ = ("raw", "func", "prepare", "eager", "compiled", "calls", "params", "_module",
-                 "_interp", "_no_codegen")
+                 "_interp", "_no_codegen", "allocates_results")
 
     def __init__(self, raw: Module, func: str,
                  prepare: Callable[[Module], Module] | None = None, eager: bool | None = None):
@@ -91,6 +92,8 @@ class Tiered:
         self._module = None if prepare is not None else raw
         self._interp = None
         self._no_codegen = False
+        # the compiled code returns only arrays it allocated (execution.results_allocated)
+        self.allocates_results = False
 
     @property
     def module(self) -> Module:
@@ -104,8 +107,16 @@ class Tiered:
         if self.compiled is None:
             # NumPy code, or with CHAINRULE_NUMBA=1 fused regions that switch to numba
             # kernels compiled in the background (blocking only when eager)
-            self.compiled = (compile_program(self.module, self.func, self.eager)
-                             if numba_enabled() else compile_module(self.module, self.func))
+            # (a logsumexp computed from the exponentials its derivative reads: the same
+            # values, fewer NumPy calls; logsumexp_sharing)
+            module = share_logsumexp(self.module)
+            compiled = (compile_program(module, self.func, self.eager)
+                        if numba_enabled() else compile_module(module, self.func))
+            # judged on the module the code was generated from (a numba program's regions
+            # are calls of functions, never taken for fresh arrays)
+            self.allocates_results = type(compiled) is CompiledFunction and (
+                results_allocated(compiled.module[compiled.name]))
+            self.compiled = compiled
             self.raw = self._interp = None  # not run again: its memory is freed
         return self.compiled
 
