@@ -233,3 +233,70 @@ def test_a_traced_boolean_mask_is_still_refused():
 
     with pytest.raises(TypeInferenceError, match="depends on the data"):
         cr.grad(lambda x: cnp.sum(x[x > 0]))(np.ones(3))
+
+
+# -- class attributes: read through an object or the class, followed at every call ------
+@pytest.mark.parametrize("kind", sorted(TRANSFORMS))
+def test_class_attribute_read_through_an_object_is_followed(kind):
+    class Model:
+        W = np.full(3, 0.5)
+
+    model = Model()
+    x = np.linspace(-1, 1, 3)
+    f = TRANSFORMS[kind](lambda x: cnp.sum(cnp.tanh(x * model.W) * model.W))
+    np.testing.assert_allclose(f(x), _expected(kind, Model.W, x))
+    Model.W = np.full(3, -0.25)  # rebound on the class
+    np.testing.assert_allclose(f(x), _expected(kind, Model.W, x))
+    Model.W[:] = 0.75  # in place
+    np.testing.assert_allclose(f(x), _expected(kind, Model.W, x))
+    model.W = np.full(3, 2.0)  # shadowed on the object
+    np.testing.assert_allclose(f(x), _expected(kind, model.W, x))
+    del model.W  # the class's shows through again
+    np.testing.assert_allclose(f(x), _expected(kind, Model.W, x))
+    assert "W" not in vars(model)  # tracing left no stand-in behind
+
+
+def test_class_attributes_read_through_the_class_and_its_bases():
+    class Base:
+        bias = np.ones(3)
+        scale = 2.0
+
+    class Model(Base):
+        pass
+
+    f = cr.jit(lambda x: cnp.sum(x + Model.bias) * Model.scale)
+    g = cr.grad(lambda x: cnp.sum(x * Model.bias) * Model.scale)
+    x = np.zeros(3)
+    assert f(x) == 6.0 and np.all(g(x) == 2.0)
+    Base.bias = np.full(3, -0.25)  # a base's attribute, rebound
+    assert f(x) == -1.5 and np.all(g(x) == -0.5)
+    Model.scale = 1.0  # a number, now the subclass's own: traced again
+    assert f(x) == -0.75 and np.all(g(x) == -0.25)
+    del Model.scale
+    assert f(x) == -1.5
+    assert "bias" not in vars(Model)  # the stand-in went from the subclass
+
+
+def test_bound_method_reading_class_attributes_through_self():
+    class Layer:
+        W = np.full(3, 0.5)
+        scale = 2.0
+
+        def loss(self, x):
+            return cnp.sum(cnp.tanh(x * self.W)) * self.scale
+
+        @property
+        def doubled(self):  # a property is computed, not followed: left alone
+            return self.W * 2
+
+    layer = Layer()
+    x = np.linspace(-1, 1, 3)
+    g = cr.grad(layer.loss)
+    want = lambda: (1 - np.tanh(x * Layer.W) ** 2) * Layer.W * layer.scale  # noqa: E731
+    np.testing.assert_allclose(g(x), want())
+    Layer.W = np.full(3, -1.5)
+    np.testing.assert_allclose(g(x), want())
+    layer.scale = 3.0
+    np.testing.assert_allclose(g(x), want())
+    assert vars(layer) == {"scale": 3.0}
+    np.testing.assert_allclose(layer.doubled, Layer.W * 2)

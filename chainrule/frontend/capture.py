@@ -42,6 +42,26 @@ class _Missing(Exception):
     """A path that no longer leads anywhere."""
 
 
+# what undoes a stand-in set on an object for an attribute it read from its class (or
+# a class from its base): deleting it, so the class's attribute shows through again
+_INHERITED = object()
+
+
+def _own_attribute(holder, key: str) -> bool:
+    own = getattr(holder, "__dict__", None)
+    return own is None or key in own
+
+
+def _class_attribute(cls: type, name: str):
+    """The plain value (not a function or another descriptor) ``name`` finds in
+    ``cls`` or its bases; None when there is none."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            value = vars(klass)[name]
+            return None if hasattr(type(value), "__get__") else value
+    return None
+
+
 class Root:
     """Where a path starts: a closure cell, a global, or an object held directly."""
 
@@ -93,10 +113,14 @@ class Path:
             kind, key = self.steps[-1]
             if kind == "attr":
                 old = getattr(holder, key)
+                if value is _INHERITED:  # the stand-in shadowed a class's attribute
+                    delattr(holder, key)
+                    return [(self, old)]
+                own = _own_attribute(holder, key)
                 setattr(holder, key, value)
                 if getattr(holder, key) is not value:
                     raise _Missing(self.label)
-                return [(self, old)]
+                return [(self, old if own else _INHERITED)]
             if type(holder) is tuple:
                 rebuilt = holder[:key] + (value,) + holder[key + 1:]
                 return self.parent().assign(rebuilt)
@@ -219,6 +243,9 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         if all(g is not value for _, g in found.generators):
             found.generators.append((path, value))
         return
+    if isinstance(value, type) and depth <= MAX_DEPTH and names:
+        _visit_class_attributes(value, value, path, found, depth, names)  # Model.bias
+        return
     if value is None or isinstance(value, (str, bytes, type)) or depth > MAX_DEPTH:
         return
     if id(value) in found._seen:
@@ -227,7 +254,9 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
     if isinstance(value, types.FunctionType):
         _visit_function(value, path, found, depth)
     elif isinstance(value, types.MethodType):
-        _visit(value.__self__, path.child("attr", "__self__"), found, depth + 1, names)
+        code = getattr(value.__func__, "__code__", None)  # what it reads of self
+        own_names = (names or set()) | (_code_names(code) if code is not None else set())
+        _visit(value.__self__, path.child("attr", "__self__"), found, depth + 1, own_names)
         _visit(value.__func__, path.child("attr", "__func__"), found, depth + 1, names)
     elif isinstance(value, functools.partial):
         _visit(value.func, path.child("attr", "func"), found, depth + 1, names)
@@ -260,6 +289,9 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         attrs = vars(value)
         for k in list(attrs)[:MAX_ITEMS]:
             _visit(attrs[k], path.child("attr", k), found, depth + 1, names)
+        if names:  # self.bias read from the class: followed through the object, so a
+            # value set on the object later, or on the class, is what the next call sees
+            _visit_class_attributes(type(value), value, path, found, depth, names - attrs.keys())
         cls = type(value)  # the methods the code may call on it (self.forward(x))
         for name in sorted(names or ()):
             method = cls.__dict__.get(name)
@@ -271,6 +303,20 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         if isinstance(call, types.FunctionType):
             _visit(call, Path(_const_root(call), (), f"{type(value).__name__}.__call__"),
                    found, depth + 1, names)
+
+
+def _visit_class_attributes(cls: type, holder, path: Path, found: Found, depth: int,
+                            names) -> None:
+    """The arrays and numbers the code may read as attributes of ``holder`` that live
+    in ``cls`` (a class, or the class of an object) or its bases."""
+    if cls.__module__ in ("builtins",) or cls.__module__.startswith(("numpy", "chainrule.")):
+        return
+    for name in sorted(names):
+        if name.startswith("__"):
+            continue
+        value = _class_attribute(cls, name)
+        if value is not None:
+            _visit(value, path.child("attr", name), found, depth + 1, names)
 
 
 def _visit_function(fn, path: Path, found: Found, depth: int) -> None:
