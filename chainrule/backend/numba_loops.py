@@ -61,6 +61,7 @@ import numpy as np
 from ..ir.nodes import Call, Constant, Function, If, Module, Tuple, TupleGetItem, Var, While
 from ..ir.op import Op
 from ..ir.types import ListType, TensorType, TupleType
+from ..transform.loop_batching import counted_down
 from .numba_source import _NB_NAME, KINDS, NP_NAME, SCALAR, VECMATH
 
 SCALAR_KINDS = ("f64", "i64", "bool")  # scalars whose promotions numba and NumPy share
@@ -94,6 +95,16 @@ def stack_push(buf, n, x):
         grown[:n] = buf[:n]
         buf = grown
     buf[n] = x
+    return buf
+
+
+@numba.njit(cache=True, nogil=True)
+def stack_push_down(buf, n, x):  # filled from the end: push k is row capacity - 1 - k
+    if n == buf.shape[0]:
+        grown = np.empty((max(16, 2 * n),) + buf.shape[1:], buf.dtype)
+        grown[grown.shape[0] - n:] = buf
+        buf = grown
+    buf[buf.shape[0] - 1 - n] = x
     return buf
 
 
@@ -141,12 +152,12 @@ def _array_op(v) -> bool:
 
 def _users(block, out: dict, ops: list) -> None:
     """``out[var]``: where ``var`` is read, ``(id(block), whether by an array expression)``
-    each; ``ops``: the names of the ops called, in program order."""
+    each; ``ops``: (name, first operand) of the ops called, in program order."""
     for b in block.bindings:
         v = b.value
         where = (id(block), _array_op(v))
         if type(v) is Call:
-            ops.append(getattr(v.callee, "name", None))
+            ops.append((getattr(v.callee, "name", None), v.args[0] if v.args else None))
             reads = [x for a in v.args for x in _atom_vars(a)]
         elif type(v) is TupleGetItem:
             reads = _atom_vars(v.tuple_value)
@@ -167,8 +178,12 @@ class _Writer:
         self.users: dict = {}
         ops: list = []
         _users(fn.body, self.users, ops)
-        pops = [k for k, name in enumerate(ops) if name in ("stack_pop", "stack_pop_or_zero")]
-        pushes = [k for k, name in enumerate(ops) if name == "stack_push"]
+        self.downward = _contracted_pushes(fn)
+        pops = [k for k, (name, _) in enumerate(ops)
+                if name in ("stack_pop", "stack_pop_or_zero")]
+        # a push onto a stack a contraction reads starts from an empty stack of its own
+        pushes = [k for k, (name, s) in enumerate(ops)
+                  if name == "stack_push" and s not in self.downward]
         # a popped slot is overwritten only by a later push; none in the code reverse mode
         # makes (every push in the forward loops, every pop after them), so pops are views
         self.copy_pops = bool(pops and pushes and max(pushes) > min(pops))
@@ -238,7 +253,7 @@ class _Writer:
             raise Refused(f"a {t.__name__} ({var.name}): calls and closures stay NumPy code")
 
     def consume(self, s) -> tuple:
-        if not (isinstance(s, tuple) and s[0] == "S"):
+        if not (isinstance(s, tuple) and s[0] in ("S", "D")):
             raise Refused("a stack op on a value that is not a stack")
         self.uses[s] = self.uses.get(s, 0) + 1
         return s
@@ -249,7 +264,7 @@ class _Writer:
         args = [self.atom(a) for a in v.args]
         target = self.fresh()
         self.where[var] = target
-        if name == "stack_empty":
+        if name in ("stack_empty", "stack_alloc"):  # the loop filling it sizes its buffer
             elem = v.attrs["elem"]
             if not isinstance(elem, TensorType) or str(elem.dtype) not in KINDS:
                 raise Refused(f"a stack of {elem}")
@@ -257,13 +272,16 @@ class _Writer:
             self.out(depth, f"{target} = np.empty(({shape},), {NP_NAME[str(elem.dtype)]})")
             self.where[var] = ("S", target, "0")
         elif name == "stack_push":
-            _, buf, n = self.consume(args[0])
+            kind, buf, n = self.consume(args[0])
             count = self.fresh()
-            self.out(depth, f"{target} = stack_push({buf}, {n}, {args[1]})")
+            push = "stack_push_down" if kind == "D" else "stack_push"
+            self.out(depth, f"{target} = {push}({buf}, {n}, {args[1]})")
             self.out(depth, f"{count} = {n} + 1")
-            self.where[var] = ("S", target, count)
+            self.where[var] = (kind, target, count)
         elif name in ("stack_pop", "stack_pop_or_zero"):
-            _, buf, n = self.consume(args[0])
+            kind, buf, n = self.consume(args[0])
+            if kind == "D":
+                raise Refused("a pop of a stack filled from the end")
             count = self.fresh()
             # a copy where a later push onto the rest could reuse the slot
             copy = ".copy()" if self.copy_pops and rt.fields[0].shape else ""
@@ -277,6 +295,10 @@ class _Writer:
         elif name == "stack_nonempty":
             self.out(depth, f"{target} = {self.consume(args[0])[2]} > 0")
             self.uses[args[0]] -= 1  # a read, not a consumption
+        elif name == "stack_contract":
+            self.count -= 1
+            del self.where[var]
+            self.where[var] = contract(self, var, v, args, depth)
         elif name == "matmul":
             if any(a.type.ndim not in (1, 2) or str(a.type.dtype) != "f64" for a in v.args):
                 raise Refused(f"matmul of {[str(a.type) for a in v.args]}")
@@ -327,12 +349,15 @@ class _Writer:
         for k, (lv, init) in enumerate(zip(w.loop_vars, inits)):
             if trips and isinstance(init, tuple) and init[2] == "0":
                 # a stack filled by this loop: one buffer of its final size (a push past
-                # it still grows it), its own (two stacks may start from one empty stack)
+                # it still grows it), its own (two stacks may start from one empty stack);
+                # filled from the end when a stack_contract pairs it with popped residuals
                 buf = self.fresh()
                 shape = ", ".join([trips, *map(str, lv.type.elem.shape)])
                 dtype = NP_NAME[str(lv.type.elem.dtype)]
                 self.out(depth, f"{buf} = np.empty(({shape},), {dtype})")
-                inits[k] = ("S", buf, "0")
+                kind = "D" if lv in self.downward else "S"
+                inits[k] = (kind, buf, "0")
+                forms[k] = (kind, *forms[k][1:])
         self.out(depth, f"{_flat_text(forms)} = {_flat_text(inits, forms)}")
         self.moved(inits)
         for lv, f in zip(w.loop_vars, forms):
@@ -353,7 +378,11 @@ class _Writer:
 
     def trip_count(self, w: While, inits) -> str | None:
         """The text of the trip count of a counted loop (``while i < n: ... i = i + 1``,
-        ``fori_loop``'s form), None for other loops."""
+        ``fori_loop``'s form; ``while k > 0: ... k = k - 1``, a reverse sweep's), None for
+        other loops."""
+        down = counted_down(w)
+        if down is not None and not isinstance(inits[down], (list, tuple)):
+            return f"max({inits[down]}, 0)"
         if len(w.cond.bindings) != 1:
             return None
         c = w.cond.bindings[0].value
@@ -376,6 +405,61 @@ class _Writer:
         for s in _stacks(forms):
             if s[2] != "0":
                 self.consume(s)
+
+
+def _contracted_pushes(fn: Function) -> set:
+    """The loop variables of the stacks a ``stack_contract`` reads as pushed ('b'): their
+    buffers fill from the end, so that their rows line up with the popped residuals'
+    rows and the contraction reads both in place."""
+    defs = {b.var: b.value for b in fn.body.bindings}
+    out = set()
+    for value in defs.values():
+        if not (type(value) is Call and getattr(value.callee, "name", "") == "stack_contract"):
+            continue
+        for a, read in zip(value.args, value.attrs["reads"]):
+            got = defs.get(a)
+            if read == "b" and type(got) is TupleGetItem and type(
+                    loop := defs.get(got.tuple_value)) is While:
+                out.add(loop.loop_vars[got.index])
+    return out
+
+
+def contract(w: _Writer, var: Var, v: Call, args, depth: int) -> str:
+    """``stack_contract`` of two stacks of matrices: their rows read in place, in step
+    order or both reversed, as one ``np.dot`` when the contracted axis leads both
+    operands (``ji,jk->ik``: ``sum_k x_k.T @ g_k``), else one ``np.dot`` per step."""
+    spec, reads = v.attrs["spec"], v.attrs["reads"]
+    sa, sb = spec.split("->")[0].split(",")
+    if (sa not in ("ij", "ji") or sb not in ("jk", "kj") or spec[-2:] != "ik"
+            or str(var.type.dtype) != "f64" or not all(
+                isinstance(a, tuple) and a[0] in ("S", "D") for a in args)):
+        raise Refused(f"stack_contract {spec} of {[str(a.type) for a in v.args]}")
+    m = w.fresh()
+    w.out(depth, f"{m} = min({args[0][2]}, {args[1][2]})")
+    rows = []
+    for (kind, buf, n), read in zip(args, reads):
+        end = f"{buf}.shape[0]"
+        # rows [lo, lo + m) hold the first m steps' elements, in step order or reversed
+        rev = (kind == "S") == (read == "t")
+        lo = {("S", "t"): f"{n} - {m}", ("S", "b"): "0", ("D", "b"): f"{end} - {m}",
+              ("D", "t"): f"{end} - {n}"}[kind, read]
+        rows.append((f"{buf}[{lo}:{lo} + {m}]", rev))
+    (a, ra), (b, rb) = rows
+    if ra != rb:  # the sum runs in any order, but pairs must match: one copy reversed
+        b = f"np.ascontiguousarray({b}[::-1])"
+    target = w.fresh()
+    if (sa, sb) == ("ji", "jk"):
+        w.out(depth, f"{target} = np.dot(np.ascontiguousarray({a}).reshape(-1, "
+                     f"{v.args[0].type.elem.shape[1]}).T, np.ascontiguousarray({b}).reshape("
+                     f"-1, {v.args[1].type.elem.shape[1]}))")
+        return target
+    step = w.fresh()
+    shape = ", ".join(map(str, var.type.shape))
+    w.out(depth, f"{target} = np.zeros(({shape}), np.float64)")
+    w.out(depth, f"for {step} in range({m}):")
+    w.out(depth + 1, f"{target} += np.dot({a}[{step}]{'.T' if sa == 'ji' else ''}, "
+                     f"{b}[{step}]{'.T' if sb == 'kj' else ''})")
+    return target
 
 
 def _stacks(form) -> list:
