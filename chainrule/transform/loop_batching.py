@@ -84,6 +84,7 @@ from ..ir.nodes import (
     Call,
     Constant,
     Function,
+    GlobalVar,
     Module,
     Tuple,
     TupleGetItem,
@@ -502,7 +503,7 @@ def _batch_loop(bs: list, i: int, result):
             if total is None:
                 total = part
                 continue
-            var = final if k == len(terms) - 1 else Var(final.name, acc_type)
+            var = final if k == len(terms) - 1 else Var(f"{final.name}_partial", acc_type)
             post.append(Binding(var, Call(ops.add, [total, part])))
             total = var
         dropped.add(first)
@@ -518,6 +519,20 @@ def _batch_loop(bs: list, i: int, result):
         rest.append(x)
     head = bs[:i] + pre + [Binding(out_var, loop)] + post
     return head + rest, len(head)
+
+
+def _calls(fn: Function, names: set) -> bool:
+    """Whether ``fn`` calls one of the functions ``names`` (checkpointed segments: a
+    program with ``checkpoint_every`` is left alone whole, its tail loop included)."""
+    todo = [fn.body]
+    while todo:
+        block = todo.pop()
+        for b in block.bindings:
+            if type(b.value) is Call and getattr(b.value.callee, "name", None) in names \
+                    and type(b.value.callee) is GlobalVar:
+                return True
+            todo.extend(nested_blocks(b.value))
+    return False
 
 
 def batch_function(fn: Function) -> Function:
@@ -543,7 +558,9 @@ class BatchLoops(Pass):
     name = "batch_loops"
 
     def run(self, module: Module) -> Module:
-        funcs = {name: batch_function(fn) for name, fn in module.functions.items()}
+        marked = {n for n, f in module.functions.items() if f.attrs.get("checkpoint")}
+        funcs = {name: fn if name in marked or _calls(fn, marked) else batch_function(fn)
+                 for name, fn in module.functions.items()}
         if all(funcs[n] is f for n, f in module.functions.items()):
             return module
         return Module(funcs, module.meta)
