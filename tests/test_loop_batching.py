@@ -359,3 +359,23 @@ def test_numba_whole_loop_contracts_in_place(numba_cache, layout):
     assert ("for " in numba_text.split("min(")[1]) == (layout == "w @ x")
     nb.use_numba(False)
     np.testing.assert_allclose(got, cr.jit(cr.grad(loss))(w, x), rtol=1e-12, atol=1e-14)
+
+
+@needs_numba
+def test_numba_makes_products_sharing_an_operand_as_one(numba_cache):
+    """The HVP's forward loop multiplies x and dx (carried) by W, its reverse loop g and
+    dg (made in the step) by W.T: each pair is one (8, 6) @ (6, 6) product whose left
+    operand's halves are written where they are made (no copy), its results halves."""
+    w, x, _ = _data()
+    v = np.random.default_rng(3).standard_normal(x.shape)
+
+    def hvp(x, v):
+        return cr.hvp(lambda x: _fori(w, x), (x,), (v,))
+
+    h = cr.jit(hvp, eager_compile=True)
+    got = h(x, v)
+    numba_text = h.source(x, v).split("whole program")[1]
+    assert numba_text.count("np.empty((8, 6), np.float64)") == 3  # before, in each loop
+    assert numba_text.count("np.dot(") == 2 and "[:4] = a" in numba_text
+    nb.use_numba(False)
+    np.testing.assert_allclose(got, cr.jit(hvp)(x, v), rtol=1e-12, atol=1e-14)

@@ -14,11 +14,15 @@ statement's into one loop) from ``numba_source.SCALAR``'s templates that are
 also array expressions, in float64 (exp, log, tanh, ... are ``numba_vecmath``'s
 ufuncs, ``vm.tanh``: vector code in the fused loop); ``matmul`` is ``np.dot`` on contiguous
 arrays (a transpose is a view in F order, which BLAS reads transposed); ``sum`` of a whole
-array; ``zeros``. Values are flattened into numba variables: a tuple is its
+array; ``zeros``; two products of a step by one right operand as one product, and
+``stack_contract`` (``transform/loop_batching.py``) on the stacks' rows in place
+(``numba_products``). Values are flattened into numba variables: a tuple is its
 fields, a stack is a buffer ``(capacity, *elem shape)`` with a count, grown by
-doubling (so preallocated in effect, whether the trip count is known or not).
-Stacks are used linearly in the code reverse mode makes (each stack value is
-pushed or popped at most once); a program that shares one is refused. The
+doubling (so preallocated in effect, whether the trip count is known or not; one a
+``stack_contract`` reads as pushed fills from the end, so its rows line up with the
+popped residuals'). Stacks are used linearly in the code reverse mode makes (each stack
+value is pushed or popped at most once; a contraction reads, it does not consume);
+a program that shares one is refused. The
 reason a program is refused (an op without a numba form, a nested function,
 an ``if``) is printed at the end of its ``.source()``.
 
@@ -62,13 +66,12 @@ from ..ir.nodes import Call, Constant, Function, If, Module, Tuple, TupleGetItem
 from ..ir.op import Op
 from ..ir.types import ListType, TensorType, TupleType
 from ..transform.loop_batching import counted_down
+from .numba_products import Refused, contract, contracted_pushes, merged_products
 from .numba_source import _NB_NAME, KINDS, NP_NAME, SCALAR, VECMATH
 
+__all__ = ["LoopProgram", "LoopSource", "Refused", "describe", "loop_source"]
+
 SCALAR_KINDS = ("f64", "i64", "bool")  # scalars whose promotions numba and NumPy share
-
-
-class Refused(Exception):
-    """The program has no whole-loop numba form; the message says why."""
 
 
 # SCALAR templates that are also array expressions in numba (no helper calls, no math.*)
@@ -178,7 +181,9 @@ class _Writer:
         self.users: dict = {}
         ops: list = []
         _users(fn.body, self.users, ops)
-        self.downward = _contracted_pushes(fn)
+        self.downward = contracted_pushes(fn)
+        self.roles: dict = {}  # variable -> (Pair, half): products made as one
+        self.allocated: set = set()
         pops = [k for k, (name, _) in enumerate(ops)
                 if name in ("stack_pop", "stack_pop_or_zero")]
         # a push onto a stack a contraction reads starts from an empty stack of its own
@@ -302,7 +307,14 @@ class _Writer:
         elif name == "matmul":
             if any(a.type.ndim not in (1, 2) or str(a.type.dtype) != "f64" for a in v.args):
                 raise Refused(f"matmul of {[str(a.type) for a in v.args]}")
-            self.out(depth, f"{target} = np.dot({args[0]}, {args[1]})")
+            if var in self.roles:  # one of two products made as one: its half
+                pair, half = self.roles[var]
+                if half == 0:
+                    self.out(depth, f"{pair.result} = np.dot({pair.buf}, {args[1]})")
+                rows = f"[:{pair.m}]" if half == 0 else f"[{pair.m}:]"
+                self.out(depth, f"{target} = {pair.result}{rows}")
+            else:
+                self.out(depth, f"{target} = np.dot({args[0]}, {args[1]})")
         elif name == "permute_dims":
             if v.args[0].type.ndim != 2 or tuple(v.attrs.get("axes")) != (1, 0):
                 raise Refused("permute_dims other than a 2-D transpose")
@@ -323,7 +335,9 @@ class _Writer:
             zero, one = ("0.0", "1.0") if str(rt.dtype).startswith("f") else ("0", "1")
             text = ARRAY[name].format(*args, zero=zero, one=one)
             users = self.users.get(var, [])
-            if rt.shape and users and all(u == (self.block_id, True) for u in users) and (
+            if var in self.roles:  # a left operand of merged products: into its half
+                self.half(target, var, text, depth)
+            elif rt.shape and users and all(u == (self.block_id, True) for u in users) and (
                     len(users) == 1 or len(users) <= RECOMPUTE_USES and _arithmetic(text)):
                 # read by array expressions of this block only: part of each, which numba
                 # fuses into one loop (no temporary array); arithmetic read by a few is
@@ -334,6 +348,18 @@ class _Writer:
                 self.out(depth, f"{target} = {text}")
         else:
             raise Refused(f"op {name} has no whole-loop numba form")
+
+    def half(self, target: str, var: Var, text: str, depth: int) -> None:
+        """Write the array expression ``text`` of ``var`` into its half of the buffer of
+        merged products' left operands (made at the first of the two)."""
+        pair, half = self.roles[var]
+        buf = pair.next_buf if pair.carried else pair.buf
+        if buf not in self.allocated:
+            self.allocated.add(buf)
+            self.out(depth, f"{buf} = np.empty(({2 * pair.m}, {pair.k}), np.float64)")
+        rows = f"{buf}[:{pair.m}]" if half == 0 else f"{buf}[{pair.m}:]"
+        self.out(depth, f"{rows} = {text}")
+        self.out(depth, f"{target} = {rows}")
 
     @staticmethod
     def _float(var: Var, v: Call) -> None:
@@ -362,11 +388,15 @@ class _Writer:
         self.moved(inits)
         for lv, f in zip(w.loop_vars, forms):
             self.where[lv] = f
+        pairs = self.plan_pairs(w, inits, depth)
         self.out(depth, "while True:")
         self.block(w.cond, depth + 1)
         self.out(depth + 1, f"if not {self.atom(w.cond.result)}:")
         self.out(depth + 2, "break")
         self.block(w.body, depth + 1)
+        for pair in pairs:  # the buffer of the next values holds the next iteration's
+            if pair.carried:
+                self.out(depth + 1, f"{pair.buf} = {pair.next_buf}")
         res = self.atom(w.body.result)
         nexts = [res] if len(forms) == 1 else res
         self.out(depth + 1, f"{_flat_text(forms)} = {_flat_text(nexts, forms)}")
@@ -375,6 +405,22 @@ class _Writer:
             if self.uses.pop(s, 0) > 1:
                 raise Refused("a stack used twice in a loop (shared, not linear)")
         self.where[var] = forms[0] if len(forms) == 1 else forms
+
+    def plan_pairs(self, w: While, inits, depth: int) -> list:
+        """The products of ``w``'s step made as one (``numba_products``); the buffer of
+        carried left operands is filled with their initial values here."""
+        pairs = merged_products(w, _array_op)
+        for pair in pairs:
+            pair.result, pair.buf = self.fresh(), self.fresh()
+            if pair.carried:
+                pair.next_buf = self.fresh()
+                first, second = (inits[w.loop_vars.index(x)] for x in pair.left)
+                self.out(depth, f"{pair.buf} = np.empty(({2 * pair.m}, {pair.k}), np.float64)")
+                self.out(depth, f"{pair.buf}[:{pair.m}] = {first}")
+                self.out(depth, f"{pair.buf}[{pair.m}:] = {second}")
+            for half in (0, 1):
+                self.roles[pair.nexts[half]] = self.roles[pair.products[half]] = (pair, half)
+        return pairs
 
     def trip_count(self, w: While, inits) -> str | None:
         """The text of the trip count of a counted loop (``while i < n: ... i = i + 1``,
@@ -405,61 +451,6 @@ class _Writer:
         for s in _stacks(forms):
             if s[2] != "0":
                 self.consume(s)
-
-
-def _contracted_pushes(fn: Function) -> set:
-    """The loop variables of the stacks a ``stack_contract`` reads as pushed ('b'): their
-    buffers fill from the end, so that their rows line up with the popped residuals'
-    rows and the contraction reads both in place."""
-    defs = {b.var: b.value for b in fn.body.bindings}
-    out = set()
-    for value in defs.values():
-        if not (type(value) is Call and getattr(value.callee, "name", "") == "stack_contract"):
-            continue
-        for a, read in zip(value.args, value.attrs["reads"]):
-            got = defs.get(a)
-            if read == "b" and type(got) is TupleGetItem and type(
-                    loop := defs.get(got.tuple_value)) is While:
-                out.add(loop.loop_vars[got.index])
-    return out
-
-
-def contract(w: _Writer, var: Var, v: Call, args, depth: int) -> str:
-    """``stack_contract`` of two stacks of matrices: their rows read in place, in step
-    order or both reversed, as one ``np.dot`` when the contracted axis leads both
-    operands (``ji,jk->ik``: ``sum_k x_k.T @ g_k``), else one ``np.dot`` per step."""
-    spec, reads = v.attrs["spec"], v.attrs["reads"]
-    sa, sb = spec.split("->")[0].split(",")
-    if (sa not in ("ij", "ji") or sb not in ("jk", "kj") or spec[-2:] != "ik"
-            or str(var.type.dtype) != "f64" or not all(
-                isinstance(a, tuple) and a[0] in ("S", "D") for a in args)):
-        raise Refused(f"stack_contract {spec} of {[str(a.type) for a in v.args]}")
-    m = w.fresh()
-    w.out(depth, f"{m} = min({args[0][2]}, {args[1][2]})")
-    rows = []
-    for (kind, buf, n), read in zip(args, reads):
-        end = f"{buf}.shape[0]"
-        # rows [lo, lo + m) hold the first m steps' elements, in step order or reversed
-        rev = (kind == "S") == (read == "t")
-        lo = {("S", "t"): f"{n} - {m}", ("S", "b"): "0", ("D", "b"): f"{end} - {m}",
-              ("D", "t"): f"{end} - {n}"}[kind, read]
-        rows.append((f"{buf}[{lo}:{lo} + {m}]", rev))
-    (a, ra), (b, rb) = rows
-    if ra != rb:  # the sum runs in any order, but pairs must match: one copy reversed
-        b = f"np.ascontiguousarray({b}[::-1])"
-    target = w.fresh()
-    if (sa, sb) == ("ji", "jk"):
-        w.out(depth, f"{target} = np.dot(np.ascontiguousarray({a}).reshape(-1, "
-                     f"{v.args[0].type.elem.shape[1]}).T, np.ascontiguousarray({b}).reshape("
-                     f"-1, {v.args[1].type.elem.shape[1]}))")
-        return target
-    step = w.fresh()
-    shape = ", ".join(map(str, var.type.shape))
-    w.out(depth, f"{target} = np.zeros(({shape}), np.float64)")
-    w.out(depth, f"for {step} in range({m}):")
-    w.out(depth + 1, f"{target} += np.dot({a}[{step}]{'.T' if sa == 'ji' else ''}, "
-                     f"{b}[{step}]{'.T' if sb == 'kj' else ''})")
-    return target
 
 
 def _stacks(form) -> list:
