@@ -251,11 +251,16 @@ def _programs(f, w, x, d):
 def test_batched_equals_unbatched_and_finite_differences(loop, order):
     w, x, d = _data()
     fn, batched = _programs(loop, w, x, d)[order]
-    compiled = cr.jit(fn, eager_compile=True)
-    got = compiled(w, x, d)
-    assert compiled.source(w, x, d).count("_k_stack_contract(") == batched
-    unbatched = cr.jit(fn)(w, x, d)  # the first call runs the program in the interpreter
+    module = cr.jit(fn).module(w, x, d)  # the optimized program
+    out = batch_loops(module)
+    verify(out)
+    assert str(out).count("stack_contract(") == batched
+    assert str(cr.parse(str(out))) == str(out)
+    got = compile_module(out, "main")(w, x, d)
+    unbatched = compile_module(module, "main")(w, x, d)
     np.testing.assert_allclose(got, unbatched, rtol=1e-12, atol=1e-14)
+    interpreted = Interpreter(out).call_function(out["main"], (w, x, d), {})
+    np.testing.assert_allclose(interpreted, unbatched, rtol=1e-12, atol=1e-14)
     # the derivative of the order below, by central differences along d
     eps = 1e-6
     below = {"grad": lambda w: loop(w, x),
@@ -275,10 +280,10 @@ def test_checkpointed_loops_are_not_batched(checkpoint):
     def loss(w, x):
         return cnp.sum(cr.fori_loop(0, 7, lambda i, x: _body(x, w), x, **checkpoint) ** 2)
 
-    g = cr.jit(cr.grad(loss), eager_compile=True)
-    got = g(w, x)
-    assert "stack_contract" not in g.source(w, x)
-    np.testing.assert_allclose(got, cr.grad(_fori)(w, x), rtol=1e-12)
+    module = cr.jit(cr.grad(loss)).module(w, x)
+    assert batch_loops(module) is module
+    np.testing.assert_allclose(compile_module(module, "main")(w, x), cr.grad(_fori)(w, x),
+                               rtol=1e-12)
 
 
 # -- the kernel ----------------------------------------------------------------------------

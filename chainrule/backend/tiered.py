@@ -55,7 +55,6 @@ from collections.abc import Callable
 from ..errors import CodegenError, InterpretError
 from ..ir.collector import paused
 from ..ir.nodes import Module
-from ..transform.loop_batching import batch_loops
 from .codegen import CompiledFunction, compile_module
 from .execution import coerce_args
 from .interpret import Interpreter
@@ -104,11 +103,9 @@ class Tiered:
         """The generated code (made now if it was not yet)."""
         if self.compiled is None:
             # NumPy code, or with CHAINRULE_NUMBA=1 fused regions that switch to numba
-            # kernels compiled in the background (blocking only when eager); loops'
-            # accumulations batched first (a lowering: only for the program that runs)
-            module = batch_loops(self.module)
-            self.compiled = (compile_program(module, self.func, self.eager)
-                             if numba_enabled() else compile_module(module, self.func))
+            # kernels compiled in the background (blocking only when eager)
+            self.compiled = (compile_program(self.module, self.func, self.eager)
+                             if numba_enabled() else compile_module(self.module, self.func))
             self.raw = self._interp = None  # not run again: its memory is freed
         return self.compiled
 

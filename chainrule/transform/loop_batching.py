@@ -24,9 +24,14 @@ as many bytes per step as the residual stacks the loop already pops (``fits``), 
 batching at most doubles what the sweep keeps. Loop-carried values that become dead
 (a residual stack popped only for the accumulation) are dropped from the loop.
 
-It is a lowering, run on the program about to be compiled (``backend.numba_backend.
-compile_program``, both backends): ``stack_contract`` has no derivative rules, so
-programs that are differentiated again never contain it.
+It is a lowering: ``stack_contract`` has no derivative rules, so it runs on a program
+about to run, never on one that is differentiated again. The numba backend runs it
+before compiling a program whole (``backend.numba_backend.compile_loops``), where the
+contraction reads the stacks' buffers in place: the gradient of the 100-step loop of
+``benchmarks/fusion.py`` ran 10-17% faster. Generated NumPy code does not run it by
+default: there, the residuals of small steps are linked cells that the kernel first
+copies into one array, and the gradient measured 3-20% slower than the per-step
+products (``Pipeline(["batch_loops"])`` applies it to any module).
 
 >>> import chainrule as cr
 >>> m = cr.parse('''
