@@ -360,7 +360,7 @@ def test_numba_whole_loop_contracts_in_place(numba_cache, layout):
     g = cr.jit(cr.grad(loss), eager_compile=True)
     got = g(w, x)
     numba_text = g.source(w, x).split("whole program")[1]
-    assert "stack_push_down(" in numba_text
+    assert "stack_room_down(" in numba_text  # the pushed rows fill from the end
     assert ("for " in numba_text.split("min(")[1]) == (layout == "w @ x")
     nb.use_numba(False)
     np.testing.assert_allclose(got, cr.jit(cr.grad(loss))(w, x), rtol=1e-12, atol=1e-14)

@@ -102,11 +102,26 @@ def stack_push(buf, n, x):
 
 
 @numba.njit(cache=True, nogil=True)
-def stack_push_down(buf, n, x):  # filled from the end: push k is row capacity - 1 - k
+def stack_room(buf, n):  # room for row n, the value then made in it (stack_push's growth)
+    if n == buf.shape[0]:
+        grown = np.empty((max(16, 2 * n),) + buf.shape[1:], buf.dtype)
+        grown[:n] = buf[:n]
+        return grown
+    return buf
+
+
+@numba.njit(cache=True, nogil=True)
+def stack_room_down(buf, n):  # filled from the end: push k is row capacity - 1 - k
     if n == buf.shape[0]:
         grown = np.empty((max(16, 2 * n),) + buf.shape[1:], buf.dtype)
         grown[grown.shape[0] - n:] = buf
-        buf = grown
+        return grown
+    return buf
+
+
+@numba.njit(cache=True, nogil=True)
+def stack_push_down(buf, n, x):
+    buf = stack_room_down(buf, n)
     buf[buf.shape[0] - 1 - n] = x
     return buf
 
@@ -183,6 +198,8 @@ class _Writer:
         _users(fn.body, self.users, ops)
         self.downward = contracted_pushes(fn)
         self.roles: dict = {}  # variable -> (Pair, half): products made as one
+        self.in_rows: dict = {}  # value -> (stack, push): made in the stack's next row
+        self.rows_pushes: set = set()  # pushes whose value is already in its row
         self.allocated: set = set()
         pops = [k for k, (name, _) in enumerate(ops)
                 if name in ("stack_pop", "stack_pop_or_zero")]
@@ -276,6 +293,10 @@ class _Writer:
             shape = ", ".join(map(str, (0, *elem.shape)))
             self.out(depth, f"{target} = np.empty(({shape},), {NP_NAME[str(elem.dtype)]})")
             self.where[var] = ("S", target, "0")
+        elif name == "stack_push" and var in self.rows_pushes:  # made in its row
+            kind, buf, n = self.consume(args[0])
+            self.out(depth, f"{target} = {n} + 1")
+            self.where[var] = (kind, buf, target)
         elif name == "stack_push":
             kind, buf, n = self.consume(args[0])
             count = self.fresh()
@@ -337,6 +358,8 @@ class _Writer:
             users = self.users.get(var, [])
             if var in self.roles:  # a left operand of merged products: into its half
                 self.half(target, var, text, depth)
+            elif self.in_row(target, var, text, depth):
+                pass
             elif rt.shape and users and all(u == (self.block_id, True) for u in users) and (
                     len(users) == 1 or len(users) <= RECOMPUTE_USES and _arithmetic(text)):
                 # read by array expressions of this block only: part of each, which numba
@@ -348,6 +371,35 @@ class _Writer:
                 self.out(depth, f"{target} = {text}")
         else:
             raise Refused(f"op {name} has no whole-loop numba form")
+
+    def in_row(self, target: str, var: Var, text: str, depth: int) -> bool:
+        """Make ``var``, which the step pushes, in the next row of its stack's buffer (no
+        copy at the push); False when its stack has no buffer of its own here."""
+        plan = self.in_rows.pop(var, None)
+        form = None if plan is None else self.where.get(plan[0])
+        if not (isinstance(form, tuple) and form[0] in ("S", "D")):
+            return False
+        kind, buf, n = form
+        room, row = (("stack_room", n) if kind == "S"
+                     else ("stack_room_down", f"{buf}.shape[0] - 1 - {n}"))
+        self.out(depth, f"{buf} = {room}({buf}, {n})")
+        self.out(depth, f"{buf}[{row}] = {text}")
+        self.out(depth, f"{target} = {buf}[{row}]")
+        self.rows_pushes.add(plan[1])
+        return True
+
+    def plan_rows(self, w: While) -> None:
+        """The values ``w``'s step makes by an array expression and pushes on a stack the
+        loop carries (each made in the stack's next row)."""
+        defs = {b.var: b.value for b in w.body.bindings}
+        for b in w.body.bindings:
+            v = b.value
+            if type(v) is Call and getattr(v.callee, "name", "") == "stack_push":
+                stack, x = v.args
+                if (type(x) is Var and x in defs and _array_op(defs[x]) and x.type.shape
+                        and stack in w.loop_vars and x not in self.in_rows
+                        and x not in self.roles):
+                    self.in_rows[x] = (stack, b.var)
 
     def half(self, target: str, var: Var, text: str, depth: int) -> None:
         """Write the array expression ``text`` of ``var`` into its half of the buffer of
@@ -389,6 +441,7 @@ class _Writer:
         for lv, f in zip(w.loop_vars, forms):
             self.where[lv] = f
         pairs = self.plan_pairs(w, inits, depth)
+        self.plan_rows(w)
         self.out(depth, "while True:")
         self.block(w.cond, depth + 1)
         self.out(depth + 1, f"if not {self.atom(w.cond.result)}:")
