@@ -66,7 +66,15 @@ from ..ir.nodes import Call, Constant, Function, If, Module, Tuple, TupleGetItem
 from ..ir.op import Op
 from ..ir.types import ListType, TensorType, TupleType
 from ..transform.loop_batching import counted_down
-from .numba_products import Refused, contract, contracted_pushes, merged_products
+from .numba_products import (
+    Refused,
+    contract,
+    contracted_pushes,
+    plan_pairs,
+    plan_rows,
+    write_half,
+    write_in_row,
+)
 from .numba_source import _NB_NAME, KINDS, NP_NAME, SCALAR, VECMATH
 
 __all__ = ["LoopProgram", "LoopSource", "Refused", "describe", "loop_source"]
@@ -357,8 +365,8 @@ class _Writer:
             text = ARRAY[name].format(*args, zero=zero, one=one)
             users = self.users.get(var, [])
             if var in self.roles:  # a left operand of merged products: into its half
-                self.half(target, var, text, depth)
-            elif self.in_row(target, var, text, depth):
+                write_half(self, target, var, text, depth)
+            elif write_in_row(self, target, var, text, depth):
                 pass
             elif rt.shape and users and all(u == (self.block_id, True) for u in users) and (
                     len(users) == 1 or len(users) <= RECOMPUTE_USES and _arithmetic(text)):
@@ -371,47 +379,6 @@ class _Writer:
                 self.out(depth, f"{target} = {text}")
         else:
             raise Refused(f"op {name} has no whole-loop numba form")
-
-    def in_row(self, target: str, var: Var, text: str, depth: int) -> bool:
-        """Make ``var``, which the step pushes, in the next row of its stack's buffer (no
-        copy at the push); False when its stack has no buffer of its own here."""
-        plan = self.in_rows.pop(var, None)
-        form = None if plan is None else self.where.get(plan[0])
-        if not (isinstance(form, tuple) and form[0] in ("S", "D")):
-            return False
-        kind, buf, n = form
-        room, row = (("stack_room", n) if kind == "S"
-                     else ("stack_room_down", f"{buf}.shape[0] - 1 - {n}"))
-        self.out(depth, f"{buf} = {room}({buf}, {n})")
-        self.out(depth, f"{buf}[{row}] = {text}")
-        self.out(depth, f"{target} = {buf}[{row}]")
-        self.rows_pushes.add(plan[1])
-        return True
-
-    def plan_rows(self, w: While) -> None:
-        """The values ``w``'s step makes by an array expression and pushes on a stack the
-        loop carries (each made in the stack's next row)."""
-        defs = {b.var: b.value for b in w.body.bindings}
-        for b in w.body.bindings:
-            v = b.value
-            if type(v) is Call and getattr(v.callee, "name", "") == "stack_push":
-                stack, x = v.args
-                if (type(x) is Var and x in defs and _array_op(defs[x]) and x.type.shape
-                        and stack in w.loop_vars and x not in self.in_rows
-                        and x not in self.roles):
-                    self.in_rows[x] = (stack, b.var)
-
-    def half(self, target: str, var: Var, text: str, depth: int) -> None:
-        """Write the array expression ``text`` of ``var`` into its half of the buffer of
-        merged products' left operands (made at the first of the two)."""
-        pair, half = self.roles[var]
-        buf = pair.next_buf if pair.carried else pair.buf
-        if buf not in self.allocated:
-            self.allocated.add(buf)
-            self.out(depth, f"{buf} = np.empty(({2 * pair.m}, {pair.k}), np.float64)")
-        rows = f"{buf}[:{pair.m}]" if half == 0 else f"{buf}[{pair.m}:]"
-        self.out(depth, f"{rows} = {text}")
-        self.out(depth, f"{target} = {rows}")
 
     @staticmethod
     def _float(var: Var, v: Call) -> None:
@@ -440,8 +407,8 @@ class _Writer:
         self.moved(inits)
         for lv, f in zip(w.loop_vars, forms):
             self.where[lv] = f
-        pairs = self.plan_pairs(w, inits, depth)
-        self.plan_rows(w)
+        pairs = plan_pairs(self, w, inits, depth, _array_op)
+        plan_rows(self, w, _array_op)
         self.out(depth, "while True:")
         self.block(w.cond, depth + 1)
         self.out(depth + 1, f"if not {self.atom(w.cond.result)}:")
@@ -458,22 +425,6 @@ class _Writer:
             if self.uses.pop(s, 0) > 1:
                 raise Refused("a stack used twice in a loop (shared, not linear)")
         self.where[var] = forms[0] if len(forms) == 1 else forms
-
-    def plan_pairs(self, w: While, inits, depth: int) -> list:
-        """The products of ``w``'s step made as one (``numba_products``); the buffer of
-        carried left operands is filled with their initial values here."""
-        pairs = merged_products(w, _array_op)
-        for pair in pairs:
-            pair.result, pair.buf = self.fresh(), self.fresh()
-            if pair.carried:
-                pair.next_buf = self.fresh()
-                first, second = (inits[w.loop_vars.index(x)] for x in pair.left)
-                self.out(depth, f"{pair.buf} = np.empty(({2 * pair.m}, {pair.k}), np.float64)")
-                self.out(depth, f"{pair.buf}[:{pair.m}] = {first}")
-                self.out(depth, f"{pair.buf}[{pair.m}:] = {second}")
-            for half in (0, 1):
-                self.roles[pair.nexts[half]] = self.roles[pair.products[half]] = (pair, half)
-        return pairs
 
     def trip_count(self, w: While, inits) -> str | None:
         """The text of the trip count of a counted loop (``while i < n: ... i = i + 1``,

@@ -1,6 +1,6 @@
-"""Matrix products in whole-loop numba (``numba_loops``): the ``stack_contract`` that
-``batch_loops`` puts after a loop, and products that share their right operand merged
-into one.
+"""Buffers for whole-loop numba (``numba_loops``): the ``stack_contract`` that
+``batch_loops`` puts after a loop, read from the stacks' rows in place; products that
+share their right operand made as one; values the step pushes made in their row.
 
 Merging: a step that multiplies two (m, k) matrices by the same right operand (the
 forward-over-reverse loop's ``x @ W`` and ``dx @ W``; its reverse loop's ``g @ W.T`` and
@@ -13,6 +13,10 @@ result: views, no copy. On 16x64 by 64x64 products OpenBLAS takes 15-16 us for o
 32x64 product against 18-19 us for two 16x64 ones, and the HVP of the 100-step loop
 of ``benchmarks/fusion.py`` ran 17% faster with both of its pairs merged; with a copy
 into the buffer instead, the gain was gone.
+
+Rows: a value the step makes by an array expression and pushes on a stack the loop
+carries is written into the stack's next row (``stack_room`` makes room first, as a push
+would), so the push copies nothing.
 """
 
 from __future__ import annotations
@@ -139,3 +143,64 @@ def merged_products(w: While, array_op) -> list[Pair]:
         m, k = left[0].type.shape
         pairs.append(Pair(left, nexts, (p1, p2), m, k, carried))
     return pairs
+
+
+def plan_pairs(w, loop: While, inits, depth: int, array_op) -> list:
+    """The products of ``loop``'s step made as one, for the writer ``w`` of numba_loops;
+    the buffer of carried left operands is filled with their initial values here."""
+    pairs = merged_products(loop, array_op)
+    for pair in pairs:
+        pair.result, pair.buf = w.fresh(), w.fresh()
+        if pair.carried:
+            pair.next_buf = w.fresh()
+            first, second = (inits[loop.loop_vars.index(x)] for x in pair.left)
+            w.out(depth, f"{pair.buf} = np.empty(({2 * pair.m}, {pair.k}), np.float64)")
+            w.out(depth, f"{pair.buf}[:{pair.m}] = {first}")
+            w.out(depth, f"{pair.buf}[{pair.m}:] = {second}")
+        for half in (0, 1):
+            w.roles[pair.nexts[half]] = w.roles[pair.products[half]] = (pair, half)
+    return pairs
+
+
+def write_half(w, target: str, var: Var, text: str, depth: int) -> None:
+    """Write the array expression ``text`` of ``var`` into its half of the buffer of
+    merged products' left operands (made at the first of the two)."""
+    pair, half = w.roles[var]
+    buf = pair.next_buf if pair.carried else pair.buf
+    if buf not in w.allocated:
+        w.allocated.add(buf)
+        w.out(depth, f"{buf} = np.empty(({2 * pair.m}, {pair.k}), np.float64)")
+    rows = f"{buf}[:{pair.m}]" if half == 0 else f"{buf}[{pair.m}:]"
+    w.out(depth, f"{rows} = {text}")
+    w.out(depth, f"{target} = {rows}")
+
+
+def plan_rows(w, loop: While, array_op) -> None:
+    """The values ``loop``'s step makes by an array expression and pushes on a stack the
+    loop carries: each is made in the stack's next row (``write_in_row``)."""
+    defs = {b.var: b.value for b in loop.body.bindings}
+    for b in loop.body.bindings:
+        v = b.value
+        if type(v) is Call and getattr(v.callee, "name", "") == "stack_push":
+            stack, x = v.args
+            if (type(x) is Var and x in defs and array_op(defs[x]) and x.type.shape
+                    and stack in loop.loop_vars and x not in w.in_rows
+                    and x not in w.roles):
+                w.in_rows[x] = (stack, b.var)
+
+
+def write_in_row(w, target: str, var: Var, text: str, depth: int) -> bool:
+    """Make ``var``, which the step pushes, in the next row of its stack's buffer (no
+    copy at the push); False when its stack has no buffer of its own here."""
+    plan = w.in_rows.pop(var, None)
+    form = None if plan is None else w.where.get(plan[0])
+    if not (isinstance(form, tuple) and form[0] in ("S", "D")):
+        return False
+    kind, buf, n = form
+    room, row = (("stack_room", n) if kind == "S"
+                 else ("stack_room_down", f"{buf}.shape[0] - 1 - {n}"))
+    w.out(depth, f"{buf} = {room}({buf}, {n})")
+    w.out(depth, f"{buf}[{row}] = {text}")
+    w.out(depth, f"{target} = {buf}[{row}]")
+    w.rows_pushes.add(plan[1])
+    return True
