@@ -207,6 +207,9 @@ def test_not_when_the_stack_outgrows_the_residuals():
         "i, s, g, acc = i_1, rest, g_1, acc_1", "i, s, t, g, acc = i_1, rest, resty, g_1, acc_1")
         .replace("r = (i, s, g, acc)\n    w = r[3]", "r = (i, s, t, g, acc)\n    w = r[4]"))
     assert "stack_contract" in str(batch_loops(wide))
+    # steps over MAX_STEP_BYTES (16 KiB): their products are efficient already
+    huge = cr.parse(str(wide).replace(", 60]", ", 1400]").replace("(3, 60)", "(3, 1400)"))
+    assert batch_loops(huge) is huge
 
 
 # -- programs the API makes --------------------------------------------------------------
