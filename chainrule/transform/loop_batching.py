@@ -22,7 +22,7 @@ operand a residual popped from a stack the loop pops once per step, or a value o
 step (not one the loop only reads from outside). The stacks it adds may hold at most
 as many bytes per step as the residual stacks the loop already pops, so batching at
 most doubles what the sweep keeps, and each at most ``MAX_STEP_BYTES`` (16 KiB) per
-step: larger steps' products are efficient already, and batching them measured slower.
+step: larger steps' products are efficient already (no gain measured on 64 KiB steps).
 Loop-carried values that become dead (a residual stack popped only for the
 accumulation) are dropped from the loop.
 
@@ -119,9 +119,10 @@ _POPS = (STACK_POP, STACK_POP_OR_ZERO)
 # ops that mark a checkpointed loop (binomial checkpointing): never batched
 _CHECKPOINTED = ("loop_checkpoint", "revolve_next")
 # Batching pays where one step's product is small enough for BLAS's call overhead to
-# dominate it, and the stacked steps stay near the cache: the numba gradient of the
-# 100-step loop ran 0.386 -> 0.332x hand-written NumPy with 4 KiB steps (16x32), but
-# 0.747 -> 0.851x with 64 KiB steps (64x128: a 6.5 MB stack more, read once from memory)
+# dominate it: the numba gradient of the 100-step loop ran 0.386 -> 0.332x hand-written
+# NumPy with 4 KiB steps (16x32), 0.58 -> 0.50x with 8 KiB ones (16x64); with 64 KiB
+# steps (64x128) no gain stood out of the noise (0.72-0.91x either way at load 3-5),
+# for a 6.5 MB stack more
 MAX_STEP_BYTES = 16384
 
 
