@@ -4,7 +4,8 @@ with respect to W.
 Rows: chainrule (the Python ``for`` loop unrolled by tracing, compiled
 ``cr.value_and_grad``), chainrule with the loop kept as a loop
 (``cr.fori_loop``: reverse mode through ``While``, each step's residuals on stacks
-of arrays; the same with ``checkpoint_every=10``, and with binomial checkpointing
+of arrays; the same with the numba backend, when installed, the whole program one numba
+function; the same with ``checkpoint_every=10``, and with binomial checkpointing
 under ``checkpoint=cr.Budget(snapshots=10)``), hand-written NumPy
 backprop (the baseline: forward
 keeps each step's tanh, backward walks them in reverse), autograd, PyTorch
@@ -24,6 +25,7 @@ import numpy as np
 
 import chainrule as cr
 import chainrule.numpy as cnp
+from chainrule.backend import numba_backend as nb
 
 SHAPES = ((16, 32), (64, 128))  # (batch, width)
 
@@ -79,6 +81,16 @@ def run_shape(batch: int, width: int, steps: int, reps: int) -> None:
     for fn in (vl, vc, vb):
         assert np.allclose(fn(w, x)[1], ref)
     rows["chainrule (fori_loop, compiled)"] = lambda: vl(w, x)
+    if nb.available():  # the whole program as one numba function (numba_loops.py)
+        nb.use_numba(True)
+        try:
+            vn = looped(None)
+            t0 = time.perf_counter()
+            assert np.allclose(vn(w, x)[1], ref)
+            notes.append(f"numba first call {(time.perf_counter() - t0) * 1e3:.0f} ms")
+        finally:
+            nb.use_numba(None)
+        rows["chainrule (fori_loop, numba)"] = lambda: vn(w, x)
     rows["chainrule (fori_loop, checkpoint_every=10)"] = lambda: vc(w, x)
     rows["chainrule (fori_loop, Budget(snapshots=10))"] = lambda: vb(w, x)
     rows["hand-written NumPy"] = lambda: hand_value_and_grad(w, x, steps)

@@ -160,11 +160,12 @@ REPRESENTATIVE["complex_from_parts"] = [([arr(a, d1), arr(b, d2)], {})
 def builtin_ops() -> list[str]:
     """The array ops chainrule itself registers (other tests register ops of their own,
     and so do custom functions and autograd-style primitives, one op per user function;
-    the stack ops of reverse mode through loops are tested in test_control_ad.py; the
+    the stack ops of reverse mode through loops are tested in test_control_ad.py, and
+    batch_loops' stack_contract in test_loop_batching.py; the
     counting tanh of chainrule/testing_steps.py is a tool of the loop tests)."""
     return sorted(n for n, op in OPS.items()
                   if getattr(op.infer, "__module__", "").startswith("chainrule.")
-                  and not op.infer.__module__.endswith((".stack", ".custom",
+                  and not op.infer.__module__.endswith((".stack", ".loop_batching", ".custom",
                                                          "._autograd_primitive",
                                                          ".testing_steps")))
 

@@ -53,6 +53,7 @@ from ..ir.nodes import Block, Function, Module, Tuple, Var
 from ..ir.types import TupleType
 from ..transform.dce import reachable_functions
 from ..transform.fuse import fuse, is_fused
+from ..transform.loop_batching import batch_loops
 from .codegen import CompiledFunction, compile_module
 from .numba_source import (
     HELPERS,
@@ -357,13 +358,23 @@ def compile_fused(module: Module, func: str = "main", block: bool = False,
 def compile_loops(module: Module, func: str = "main", block: bool = False):
     """``(compiled, why_not)``: ``module``'s NumPy code whose function ``func`` becomes
     one numba function (its loops included, ``numba_loops``) once compiled (now if
-    ``block``); ``(None, reason)`` when it has no such form."""
+    ``block``); ``(None, reason)`` when it has no such form. Its loops' accumulations
+    are batched first (``batch_loops``): one product over the steps' rows, read in place
+    here (in NumPy code, where the rows of small residuals are linked cells to gather
+    first, batching measured slower, so other programs stay as they are)."""
     from . import numba_loops
 
+    batched = batch_loops(module)
     try:
-        src = numba_loops.loop_source(module, func)
+        src = numba_loops.loop_source(batched, func)
+        module = batched
     except numba_loops.Refused as exc:
-        return None, str(exc)
+        if batched is module:
+            return None, str(exc)
+        try:
+            src = numba_loops.loop_source(module, func)
+        except numba_loops.Refused as exc:
+            return None, str(exc)
     compiled = compile_module(module, func)
     cm = compiled.compiled
     job = getattr(cm, "loop_program", None)

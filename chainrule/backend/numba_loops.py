@@ -14,11 +14,15 @@ statement's into one loop) from ``numba_source.SCALAR``'s templates that are
 also array expressions, in float64 (exp, log, tanh, ... are ``numba_vecmath``'s
 ufuncs, ``vm.tanh``: vector code in the fused loop); ``matmul`` is ``np.dot`` on contiguous
 arrays (a transpose is a view in F order, which BLAS reads transposed); ``sum`` of a whole
-array; ``zeros``. Values are flattened into numba variables: a tuple is its
+array; ``zeros``; two products of a step by one right operand as one product, and
+``stack_contract`` (``transform/loop_batching.py``) on the stacks' rows in place
+(``numba_products``). Values are flattened into numba variables: a tuple is its
 fields, a stack is a buffer ``(capacity, *elem shape)`` with a count, grown by
-doubling (so preallocated in effect, whether the trip count is known or not).
-Stacks are used linearly in the code reverse mode makes (each stack value is
-pushed or popped at most once); a program that shares one is refused. The
+doubling (so preallocated in effect, whether the trip count is known or not; one a
+``stack_contract`` reads as pushed fills from the end, so its rows line up with the
+popped residuals'). Stacks are used linearly in the code reverse mode makes (each stack
+value is pushed or popped at most once; a contraction reads, it does not consume);
+a program that shares one is refused. The
 reason a program is refused (an op without a numba form, a nested function,
 an ``if``) is printed at the end of its ``.source()``.
 
@@ -61,13 +65,21 @@ import numpy as np
 from ..ir.nodes import Call, Constant, Function, If, Module, Tuple, TupleGetItem, Var, While
 from ..ir.op import Op
 from ..ir.types import ListType, TensorType, TupleType
+from ..transform.loop_batching import counted_down
+from .numba_products import (
+    Refused,
+    contract,
+    contracted_pushes,
+    plan_pairs,
+    plan_rows,
+    write_half,
+    write_in_row,
+)
 from .numba_source import _NB_NAME, KINDS, NP_NAME, SCALAR, VECMATH
 
+__all__ = ["LoopProgram", "LoopSource", "Refused", "describe", "loop_source"]
+
 SCALAR_KINDS = ("f64", "i64", "bool")  # scalars whose promotions numba and NumPy share
-
-
-class Refused(Exception):
-    """The program has no whole-loop numba form; the message says why."""
 
 
 # SCALAR templates that are also array expressions in numba (no helper calls, no math.*)
@@ -94,6 +106,31 @@ def stack_push(buf, n, x):
         grown[:n] = buf[:n]
         buf = grown
     buf[n] = x
+    return buf
+
+
+@numba.njit(cache=True, nogil=True)
+def stack_room(buf, n):  # room for row n, the value then made in it (stack_push's growth)
+    if n == buf.shape[0]:
+        grown = np.empty((max(16, 2 * n),) + buf.shape[1:], buf.dtype)
+        grown[:n] = buf[:n]
+        return grown
+    return buf
+
+
+@numba.njit(cache=True, nogil=True)
+def stack_room_down(buf, n):  # filled from the end: push k is row capacity - 1 - k
+    if n == buf.shape[0]:
+        grown = np.empty((max(16, 2 * n),) + buf.shape[1:], buf.dtype)
+        grown[grown.shape[0] - n:] = buf
+        return grown
+    return buf
+
+
+@numba.njit(cache=True, nogil=True)
+def stack_push_down(buf, n, x):
+    buf = stack_room_down(buf, n)
+    buf[buf.shape[0] - 1 - n] = x
     return buf
 
 
@@ -141,12 +178,12 @@ def _array_op(v) -> bool:
 
 def _users(block, out: dict, ops: list) -> None:
     """``out[var]``: where ``var`` is read, ``(id(block), whether by an array expression)``
-    each; ``ops``: the names of the ops called, in program order."""
+    each; ``ops``: (name, first operand) of the ops called, in program order."""
     for b in block.bindings:
         v = b.value
         where = (id(block), _array_op(v))
         if type(v) is Call:
-            ops.append(getattr(v.callee, "name", None))
+            ops.append((getattr(v.callee, "name", None), v.args[0] if v.args else None))
             reads = [x for a in v.args for x in _atom_vars(a)]
         elif type(v) is TupleGetItem:
             reads = _atom_vars(v.tuple_value)
@@ -167,8 +204,16 @@ class _Writer:
         self.users: dict = {}
         ops: list = []
         _users(fn.body, self.users, ops)
-        pops = [k for k, name in enumerate(ops) if name in ("stack_pop", "stack_pop_or_zero")]
-        pushes = [k for k, name in enumerate(ops) if name == "stack_push"]
+        self.downward = contracted_pushes(fn)
+        self.roles: dict = {}  # variable -> (Pair, half): products made as one
+        self.in_rows: dict = {}  # value -> (stack, push): made in the stack's next row
+        self.rows_pushes: set = set()  # pushes whose value is already in its row
+        self.allocated: set = set()
+        pops = [k for k, (name, _) in enumerate(ops)
+                if name in ("stack_pop", "stack_pop_or_zero")]
+        # a push onto a stack a contraction reads starts from an empty stack of its own
+        pushes = [k for k, (name, s) in enumerate(ops)
+                  if name == "stack_push" and s not in self.downward]
         # a popped slot is overwritten only by a later push; none in the code reverse mode
         # makes (every push in the forward loops, every pop after them), so pops are views
         self.copy_pops = bool(pops and pushes and max(pushes) > min(pops))
@@ -238,7 +283,7 @@ class _Writer:
             raise Refused(f"a {t.__name__} ({var.name}): calls and closures stay NumPy code")
 
     def consume(self, s) -> tuple:
-        if not (isinstance(s, tuple) and s[0] == "S"):
+        if not (isinstance(s, tuple) and s[0] in ("S", "D")):
             raise Refused("a stack op on a value that is not a stack")
         self.uses[s] = self.uses.get(s, 0) + 1
         return s
@@ -249,21 +294,28 @@ class _Writer:
         args = [self.atom(a) for a in v.args]
         target = self.fresh()
         self.where[var] = target
-        if name == "stack_empty":
+        if name in ("stack_empty", "stack_alloc"):  # the loop filling it sizes its buffer
             elem = v.attrs["elem"]
             if not isinstance(elem, TensorType) or str(elem.dtype) not in KINDS:
                 raise Refused(f"a stack of {elem}")
             shape = ", ".join(map(str, (0, *elem.shape)))
             self.out(depth, f"{target} = np.empty(({shape},), {NP_NAME[str(elem.dtype)]})")
             self.where[var] = ("S", target, "0")
+        elif name == "stack_push" and var in self.rows_pushes:  # made in its row
+            kind, buf, n = self.consume(args[0])
+            self.out(depth, f"{target} = {n} + 1")
+            self.where[var] = (kind, buf, target)
         elif name == "stack_push":
-            _, buf, n = self.consume(args[0])
+            kind, buf, n = self.consume(args[0])
             count = self.fresh()
-            self.out(depth, f"{target} = stack_push({buf}, {n}, {args[1]})")
+            push = "stack_push_down" if kind == "D" else "stack_push"
+            self.out(depth, f"{target} = {push}({buf}, {n}, {args[1]})")
             self.out(depth, f"{count} = {n} + 1")
-            self.where[var] = ("S", target, count)
+            self.where[var] = (kind, target, count)
         elif name in ("stack_pop", "stack_pop_or_zero"):
-            _, buf, n = self.consume(args[0])
+            kind, buf, n = self.consume(args[0])
+            if kind == "D":
+                raise Refused("a pop of a stack filled from the end")
             count = self.fresh()
             # a copy where a later push onto the rest could reuse the slot
             copy = ".copy()" if self.copy_pops and rt.fields[0].shape else ""
@@ -277,10 +329,21 @@ class _Writer:
         elif name == "stack_nonempty":
             self.out(depth, f"{target} = {self.consume(args[0])[2]} > 0")
             self.uses[args[0]] -= 1  # a read, not a consumption
+        elif name == "stack_contract":
+            self.count -= 1
+            del self.where[var]
+            self.where[var] = contract(self, var, v, args, depth)
         elif name == "matmul":
             if any(a.type.ndim not in (1, 2) or str(a.type.dtype) != "f64" for a in v.args):
                 raise Refused(f"matmul of {[str(a.type) for a in v.args]}")
-            self.out(depth, f"{target} = np.dot({args[0]}, {args[1]})")
+            if var in self.roles:  # one of two products made as one: its half
+                pair, half = self.roles[var]
+                if half == 0:
+                    self.out(depth, f"{pair.result} = np.dot({pair.buf}, {args[1]})")
+                rows = f"[:{pair.m}]" if half == 0 else f"[{pair.m}:]"
+                self.out(depth, f"{target} = {pair.result}{rows}")
+            else:
+                self.out(depth, f"{target} = np.dot({args[0]}, {args[1]})")
         elif name == "permute_dims":
             if v.args[0].type.ndim != 2 or tuple(v.attrs.get("axes")) != (1, 0):
                 raise Refused("permute_dims other than a 2-D transpose")
@@ -301,7 +364,11 @@ class _Writer:
             zero, one = ("0.0", "1.0") if str(rt.dtype).startswith("f") else ("0", "1")
             text = ARRAY[name].format(*args, zero=zero, one=one)
             users = self.users.get(var, [])
-            if rt.shape and users and all(u == (self.block_id, True) for u in users) and (
+            if var in self.roles:  # a left operand of merged products: into its half
+                write_half(self, target, var, text, depth)
+            elif write_in_row(self, target, var, text, depth):
+                pass
+            elif rt.shape and users and all(u == (self.block_id, True) for u in users) and (
                     len(users) == 1 or len(users) <= RECOMPUTE_USES and _arithmetic(text)):
                 # read by array expressions of this block only: part of each, which numba
                 # fuses into one loop (no temporary array); arithmetic read by a few is
@@ -327,21 +394,29 @@ class _Writer:
         for k, (lv, init) in enumerate(zip(w.loop_vars, inits)):
             if trips and isinstance(init, tuple) and init[2] == "0":
                 # a stack filled by this loop: one buffer of its final size (a push past
-                # it still grows it), its own (two stacks may start from one empty stack)
+                # it still grows it), its own (two stacks may start from one empty stack);
+                # filled from the end when a stack_contract pairs it with popped residuals
                 buf = self.fresh()
                 shape = ", ".join([trips, *map(str, lv.type.elem.shape)])
                 dtype = NP_NAME[str(lv.type.elem.dtype)]
                 self.out(depth, f"{buf} = np.empty(({shape},), {dtype})")
-                inits[k] = ("S", buf, "0")
+                kind = "D" if lv in self.downward else "S"
+                inits[k] = (kind, buf, "0")
+                forms[k] = (kind, *forms[k][1:])
         self.out(depth, f"{_flat_text(forms)} = {_flat_text(inits, forms)}")
         self.moved(inits)
         for lv, f in zip(w.loop_vars, forms):
             self.where[lv] = f
+        pairs = plan_pairs(self, w, inits, depth, _array_op)
+        plan_rows(self, w, _array_op)
         self.out(depth, "while True:")
         self.block(w.cond, depth + 1)
         self.out(depth + 1, f"if not {self.atom(w.cond.result)}:")
         self.out(depth + 2, "break")
         self.block(w.body, depth + 1)
+        for pair in pairs:  # the buffer of the next values holds the next iteration's
+            if pair.carried:
+                self.out(depth + 1, f"{pair.buf} = {pair.next_buf}")
         res = self.atom(w.body.result)
         nexts = [res] if len(forms) == 1 else res
         self.out(depth + 1, f"{_flat_text(forms)} = {_flat_text(nexts, forms)}")
@@ -353,7 +428,11 @@ class _Writer:
 
     def trip_count(self, w: While, inits) -> str | None:
         """The text of the trip count of a counted loop (``while i < n: ... i = i + 1``,
-        ``fori_loop``'s form), None for other loops."""
+        ``fori_loop``'s form; ``while k > 0: ... k = k - 1``, a reverse sweep's), None for
+        other loops."""
+        down = counted_down(w)
+        if down is not None and not isinstance(inits[down], (list, tuple)):
+            return f"max({inits[down]}, 0)"
         if len(w.cond.bindings) != 1:
             return None
         c = w.cond.bindings[0].value
