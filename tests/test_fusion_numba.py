@@ -288,8 +288,24 @@ def test_tier_two_switches_to_kernels_without_blocking():
 @needs_numba
 def test_large_float32_transcendental_regions_stay_numpy():
     x = np.linspace(0, 1, 100).astype(np.float32)
-    m = cr.trace(lambda x: cnp.tanh(x * 2) + 1, x)
+    m = cr.trace(lambda x: cnp.sin(x * 2) + 1, x)
     fast = nb.compile_fused(m, "main", block=True)
     (kernel,) = nb.regions(fast)
-    assert kernel.state.startswith("numpy: float32 tanh on 100 elements"), kernel.state
+    assert kernel.state.startswith("numpy: float32 sin on 100 elements"), kernel.state
     np.testing.assert_array_equal(fast(x), compile_module(m, "main")(x))
+
+
+
+@needs_numba
+def test_large_float32_exp_log_tanh_sigmoid_regions_run_numba_float32_forms():
+    from chainrule.scipy.special import expit
+
+    x = np.linspace(-3, 3, 1000).astype(np.float32)
+    m = cr.trace(lambda x: cnp.tanh(x * 2) + cnp.exp(x) * cnp.log(x * x + 1) + expit(x), x)
+    fast = nb.compile_fused(m, "main", block=True)
+    assert all(k.state == "ready" for k in nb.regions(fast)), nb.regions(fast)
+    for form in ("vm.tanh32(", "vm.exp32(", "vm.log32(", "vm.sigmoid32("):
+        assert form in fast.source, form
+    got, want = fast(x), compile_module(m, "main")(x)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=8 * np.finfo(np.float32).eps, atol=1e-6)

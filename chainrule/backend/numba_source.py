@@ -124,9 +124,12 @@ SCALAR.update({
 })
 # float64 functions computed by numba_vecmath's vectorizable ufuncs (``vm.tanh``): the
 # C library's scalar calls do not vectorize (5 to 6 times slower on AVX2, 16x64 and
-# 256x256 elements). float32 keeps the C library (and NumPy's SIMD loops: FLOAT32_SIMD).
+# 256x256 elements).
 VECMATH = {name: f"vm.{name}({{0}})" for name in ("exp", "expm1", "log", "log1p", "tanh",
                                                    "sigmoid")}
+# float32: numba_vecmath's float32 forms (computed in float32, 8 lanes), faster than
+# NumPy's SIMD float32 loops; the other float32 functions stay NumPy's (FLOAT32_SIMD)
+VECMATH32 = {name: f"vm.{name}32({{0}})" for name in ("exp", "log", "tanh", "sigmoid")}
 HELPERS = '''\
 def ro(dtype, ndim):  # an array argument, read-only ones included
     return numba.types.Array(dtype, ndim, "A", readonly=True)
@@ -187,7 +190,8 @@ def prefers_numpy(fn: Function) -> str:
     if size <= NUMPY_SIMD_SIZE:
         return ""
     slow = sorted({b.value.callee.name for b in fn.body.bindings
-                   if b.value.callee.name in FLOAT32_SIMD and b.var.type.dtype == "f32"})
+                   if b.value.callee.name in FLOAT32_SIMD and b.var.type.dtype == "f32"
+                   and b.value.callee.name not in VECMATH32})
     if not slow:
         return ""
     return (f"float32 {', '.join(slow)} on {size} elements: NumPy's SIMD loops are faster "
@@ -286,6 +290,8 @@ def scalar_form(op_name: str, attrs, arg_types, out_type) -> str:
                         f"or UNFUSABLE)")
     if op_name in VECMATH and out_type.dtype == "f64":
         return VECMATH[op_name]
+    if op_name in VECMATH32 and out_type.dtype == "f32":
+        return VECMATH32[op_name]
     if op_name in _MATH_F64 and out_type.dtype == "f32":
         form = f"np.float32({form})"
     return form
