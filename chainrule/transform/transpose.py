@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import ops
 from ..emit.methods import ArrayMethods
-from ..emit.trace import Trace
+from ..emit.trace import REBOUND, Trace
 from ..errors import TransposeError
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
@@ -31,11 +31,12 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.op import HANDLERS, Op
+from ..ir.op import HANDLERS, Op, attrs_key
 from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
 from ..rules import VJP, NoDerivative
+from . import transpose_templates
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
 from .partial_eval import holds_closures, partial_eval
@@ -99,12 +100,19 @@ def _check_linear(binding: Binding, linear_positions: list[int]) -> None:
 def _linear_vars(bindings, lin: set) -> None:
     """Add every variable that depends on a linear one (nested blocks included)."""
     for b in bindings:
-        if isinstance(b.value, While):
-            _loop_linear_vars(b.value, lin)
+        value = b.value
+        if type(value) is Call and type(value.callee) is Op:  # the common case first
+            for a in value.args:
+                if a in lin if type(a) is Var else (type(a) is Tuple and _mentions(a, lin)):
+                    lin.add(b.var)
+                    break
+            continue
+        if isinstance(value, While):
+            _loop_linear_vars(value, lin)
         else:
-            for inner in nested_blocks(b.value):
+            for inner in nested_blocks(value):
                 _linear_vars(inner.bindings, lin)
-        if any(v in lin for v in vars_used(b.value)):
+        if any(v in lin for v in vars_used(value)):
             lin.add(b.var)
 
 
@@ -143,6 +151,9 @@ class _Transposer:
         self.fixed: set[Var] = set()  # coefficients and parameters: never renamed
         self.named: dict[Var, Var] = {}  # a cotangent the sweep emitted -> it named <v>_ct
         self.wants = lin.__contains__  # whether a variable takes a cotangent
+        # op calls transposed as before replay what their rule emitted then
+        self.templates = transpose_templates.Templates() if transpose_templates.ENABLED else None
+        self.held: list = []  # the type objects whose identities template keys hold
 
     def coefficients(self, bindings) -> None:
         self.copy.emit_bindings([b for b in bindings if b.var not in self.lin])
@@ -183,14 +194,38 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
     v, value = binding.var, binding.value
     if not isinstance(value.callee, Op):
         raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
-    positions = [i for i, a in enumerate(value.args) if _mentions(a, tr.lin)]
-    _check_linear(binding, positions)
+    args = value.args
+    keyed = _template_key(tr, binding, msg) if tr.templates is not None else None
+    if keyed is None:
+        lin = tr.lin
+        positions = [i for i, a in enumerate(args)
+                     if (a in lin if type(a) is Var else _mentions(a, lin))]
+        partials = _run_rule(tr, adj, binding, msg, positions)
+    else:
+        key, inputs, positions = keyed
+        partials = tr.templates.expand(
+            key, inputs, tr.trace, lambda: _run_rule(tr, adj, binding, msg, positions))
+    wants = tr.wants
+    for i, atom in zip(positions, partials):
+        if atom is not None:
+            adj.accumulate(args[i], atom, wants)
+
+
+def _run_rule(tr: _Transposer, adj: Adjoints, binding: Binding, msg, positions) -> list:
+    """The VJP rule of ``binding``'s op with its linear operands undefined: per linear
+    position, its partial fitted to the operand's type (None for none); what the rule
+    emitted for nothing is dropped."""
+    _check_linear(binding, positions)  # a replayed key passed it: the same op, positions
+    v, value = binding.var, binding.value
+    if tr.templates is not None:
+        tr.held.append((v.type, getattr(msg, "type", None),
+                        *[getattr(tr.copy.atom(a), "type", None) for a in value.args]))
     g = adj.materialize(msg, v.type)
     g = tuple(adj.wrap(f) for f in adj.split(g, v.type)) if isinstance(
         v.type, TupleType) else adj.wrap(g)
     start = len(tr.b.bindings)
     partials = VJP[value.callee](Undefined(v.type, tr.trace), g,
-                                      *[tr.view(a, adj) for a in value.args], **value.attrs)
+                                 *[tr.view(a, adj) for a in value.args], **value.attrs)
     fitted = []
     for i in positions:
         p = partials[i]
@@ -198,12 +233,59 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
                 isinstance(e, Undefined) for e in p)):
             raise TransposeError(f"transpose: {v.name} = {value.callee.name}(...) "
                                  f"is not linear in operand {i}")
-        if p is not None:
-            # an operand may be a tuple literal (a pushed snapshot's tangent)
-            fitted.append((value.args[i], adj.fit(p, arg_type(value.args[i]))))
-    prune(tr.b.bindings, start, [f for _, f in fitted])
-    for arg, atom in fitted:
-        adj.accumulate(arg, atom, tr.wants)
+        # an operand may be a tuple literal (a pushed snapshot's tangent)
+        fitted.append(None if p is None else adj.fit(p, arg_type(value.args[i])))
+    prune(tr.b.bindings, start, [f for f in fitted if f is not None])
+    return fitted
+
+
+def _template_key(tr: _Transposer, binding: Binding, msg):
+    """(key, inputs, linear positions) of ``binding``'s transposition for
+    ``transpose_templates``, or None when it is no key: a cotangent, result or operand
+    that is not a variable of array type, an attribute without an exact key, a rule
+    that is not a built-in one. The key holds type identities: ``_run_rule`` keeps the
+    type objects of every expansion it records alive (``tr.held``), so an identity in
+    a recorded key is its object's while the cache lives."""
+    if type(msg) is not Var:
+        return None
+    v, value = binding.var, binding.value
+    callee = value.callee
+    vt, mt = v.type, msg.type
+    if type(vt) is not TensorType or type(mt) is not TensorType:
+        return None
+    templates = tr.templates
+    ok = templates.rule_ok.get(callee)
+    if ok is None:
+        ok = templates.cacheable(callee, VJP)
+    if not ok or REBOUND:
+        return None
+    attrs = value.attrs
+    ak = attrs_key(attrs) if attrs else ()
+    if ak is None:
+        return None
+    lin, subst = tr.lin, tr.copy.subst
+    inputs = [msg]
+    positions = []
+    key = [callee, ak, id(vt), id(mt)]
+    for i, a in enumerate(value.args):
+        if type(a) is not Var:
+            return None
+        if a in lin:
+            positions.append(i)
+            key.append(-1)
+        else:
+            a = subst.get(a, a)
+            if type(a) is not Var:
+                return None
+            inputs.append(a)
+        at = a.type
+        if type(at) is not TensorType:
+            return None
+        key.append(id(at))
+    if len(inputs) > 2 or (len(inputs) == 2 and inputs[0] is inputs[1]):
+        if len(set(inputs)) < len(inputs):  # which inputs alias: part of the key
+            key.append(tuple([inputs.index(x) for x in inputs]))
+    return tuple(key), inputs, positions
 
 
 def _transpose_getitem(tr, adj, binding, msg) -> None:
