@@ -51,7 +51,12 @@ def holds_closures(fn: Function) -> bool:
         block = stack.pop()
         for b in block.bindings:
             v = b.value
-            if isinstance(v, Function) or (isinstance(v, Call) and isinstance(v.callee, Var)):
+            t = type(v)
+            if t is Call:  # the common case first
+                if isinstance(v.callee, Var):
+                    return True
+                continue
+            if t is Function:
                 return True
             stack.extend(nested_blocks(v))
     return False
