@@ -21,7 +21,7 @@ from ..ir.visitor import Mutator, substitute_vars, vars_used
 from .base import OptionsPass, register_pass
 from .inline import inline
 from .jvp import jvp_with_loop_splits
-from .partial_eval import holds_closures, partial_eval
+from .partial_eval import holds_closures, may_inline, partial_eval
 from .unzip import Unzip
 
 
@@ -29,7 +29,8 @@ from .unzip import Unzip
 def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     """Add ``<func>_primal`` and ``<func>_tangent`` (see the module docstring); ``wrt``
     as for ``jvp``: the parameter positions the tangent program takes tangents of."""
-    module = inline(module)  # calls of non-recursive functions become straight-line code
+    if may_inline(module):  # calls of non-recursive functions become straight-line code
+        module = inline(module)
     if holds_closures(module[func]):
         # closures and calls of function values: partial evaluation applies the ones whose
         # definition is known, as Relay does, so the unzipped program is first-order
