@@ -5,6 +5,8 @@ time. Speed is measured in benchmarks/transform_scaling.py, never asserted here.
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 from op_catalog import CATALOG
@@ -22,6 +24,9 @@ from chainrule.rules import VJP, vjp_rule
 from chainrule.transform import transpose_templates
 from chainrule.transform.linearize import linearize
 from chainrule.transform.transpose import transpose
+
+# the module (``chainrule.transform.transpose`` is also the name of the function)
+transpose_module = importlib.import_module("chainrule.transform.transpose")
 
 
 def repeated(f, times=3):
@@ -149,3 +154,62 @@ def main(a: f64[3], x: f64[3]) -> f64[3]:
     for _ in range(2):
         with pytest.raises(TransposeError, match="not linear"):
             transpose(m, "main", linear=["x"])
+
+
+def renamed_at_the_end(monkeypatch):
+    """Every cotangent renamed by ``substitute_vars`` when the function is finished (as
+    before cotangents were renamed where they are bound)."""
+    monkeypatch.setattr(transpose_module, "_bound_at", lambda frame, var: -1)
+
+
+def loops(x, y):
+    def body(i, c):
+        return cnp.sin(c * y) + c * 0.5
+
+    z = cr.fori_loop(0, 3, body, x)
+    w = cr.cond(cnp.sum(x) > 0, lambda a: a * 2.0, lambda a: cnp.tanh(a) * y, z)
+    return cnp.sum(w * x + chain(x[None, :], y))
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG) + ["loops"])
+def test_naming_cotangents_where_bound_gives_the_same_text(name, monkeypatch):
+    f, args = CATALOG.get(name) or (loops, (np.linspace(-1, 1, 3), np.full(3, 0.5)))
+    m = cr.trace(repeated(f) if name in CATALOG else f, *args)
+    try:
+        now = transposed_text(m)
+    except cr.ChainruleError:
+        return
+    renamed_at_the_end(monkeypatch)
+    assert transposed_text(m) == now
+
+
+def test_a_partial_two_operands_share_is_named_once(monkeypatch):
+    op = define("user_add_twice", lambda types, attrs: types[0],
+                lambda x, y: 2.0 * (x + y), nargs=2, elementwise=True, linear="all")
+
+    @vjp_rule(op)
+    def add_twice_vjp(z, g, x, y):
+        """dx = dy = 2 g (one variable for both)"""
+        h = g * 2.0
+        return (h, h)
+
+    text = """
+def main(k: f64[3], x: f64[3]) -> f64[3]:
+    a = negative(x)
+    b = multiply(x, k)
+    c = user_add_twice(a, b)
+    d = multiply(c, k)
+    return d
+"""
+    try:
+        m = cr.parse(text)
+        out = transpose(m, "main", linear=["x"])
+        cr.verify(out)
+        got = str(out["main_transpose"])
+        # one variable for both operands: named for b (swept first), read for a too
+        assert "b_ct = multiply(c_ct, 2.0)" in got and "negative(b_ct)" in got
+        renamed_at_the_end(monkeypatch)
+        assert str(transpose(m, "main", linear=["x"])["main_transpose"]) == got
+    finally:
+        OPS.pop(op.name)
+        VJP.pop(op)

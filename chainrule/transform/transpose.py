@@ -138,6 +138,43 @@ def _fields(result, n):
     return list(result.fields) if isinstance(result, Tuple) else [None] * n
 
 
+# how far back a cotangent's binding is looked for, and how many other messages are
+# searched for it, when it is named where it is bound (beyond: renamed at the end)
+_RENAME_WINDOW = 4
+_RENAME_OTHERS = 8
+
+
+def _bound_at(frame: list, var: Var) -> int:
+    """The index of ``var``'s binding among the last ``_RENAME_WINDOW`` of ``frame``,
+    or -1."""
+    n = len(frame)
+    if n and frame[-1].var is var:  # the common case: the binding just emitted
+        return n - 1
+    for k in range(n - 2, max(n - _RENAME_WINDOW, 0) - 1, -1):
+        if frame[k].var is var:
+            return k
+    return -1
+
+
+def _unread(var: Var, frame: list, start: int) -> bool:
+    """Whether no binding of ``frame`` from ``start`` on reads ``var``."""
+    for k in range(start, len(frame)):
+        if var in vars_used(frame[k].value):
+            return False
+    return True
+
+
+def _held_by_none(var: Var, others) -> bool:
+    """Whether none of the messages ``others`` is (or may hold) ``var``; a tuple message
+    or too many messages to search count as holding it."""
+    if len(others) > _RENAME_OTHERS:
+        return False
+    for m in others:
+        if m is var or (m is not None and type(m) is not Var):
+            return False
+    return True
+
+
 class _Transposer:
     """Transposes blocks: coefficients (non-linear bindings) first, then the
     linear bindings in reverse, accumulating cotangents (seed 002's accMap)."""
@@ -159,12 +196,23 @@ class _Transposer:
         self.copy.emit_bindings([b for b in bindings if b.var not in self.lin])
         self.fixed.update(v for v in self.copy.subst.values() if isinstance(v, Var))
 
-    def name_cotangent(self, v: Var, msg) -> None:
-        """A cotangent the sweep computed is named after its variable, ``<v>_ct``, when
-        the function is finished (``substitute_vars``)."""
-        if isinstance(msg, Var) and msg not in self.fixed:
-            self.named[msg] = Var(f"{v.name}_ct", msg.type)
-            self.fixed.add(msg)
+    def name_cotangent(self, v: Var, msg, others=()):
+        """A cotangent the sweep computed is named after its variable, ``<v>_ct``; returns
+        the message to use from here on. A variable bound a few bindings ago that nothing
+        has read since, and that no other message (``others``) holds, is renamed where it
+        is bound (``Builder.rebind``: nothing refers to it yet); any other is renamed when
+        the function is finished (``substitute_vars``), which costs a pass over it."""
+        if type(msg) is not Var or msg in self.fixed:
+            return msg
+        name = f"{v.name}_ct"
+        frame = self.b.bindings
+        k = _bound_at(frame, msg)
+        if k >= 0 and _held_by_none(msg, others) and _unread(msg, frame, k + 1):
+            msg = self.b.rebind(k, name)
+        else:
+            self.named[msg] = Var(name, msg.type)
+        self.fixed.add(msg)
+        return msg
 
     def view(self, atom, adj):
         if isinstance(atom, Var) and atom in self.lin:
@@ -182,7 +230,7 @@ class _Transposer:
             msg = adj.msgs.pop(v, None)
             if v not in self.lin or msg is None:
                 continue
-            self.name_cotangent(v, msg)
+            msg = self.name_cotangent(v, msg, adj.msgs.values())
             handler = _HANDLERS.get(type(binding.value))
             if handler is None:
                 raise TransposeError(f"transpose: cannot transpose {type(binding.value).__name__}")
@@ -203,8 +251,8 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
         partials = _run_rule(tr, adj, binding, msg, positions)
     else:
         key, inputs, positions = keyed
-        partials = tr.templates.expand(
-            key, inputs, tr.trace, lambda: _run_rule(tr, adj, binding, msg, positions))
+        partials = tr.templates.expand(key, inputs, tr.trace, _run_rule,
+                                       tr, adj, binding, msg, positions)
     wants = tr.wants
     for i, atom in zip(positions, partials):
         if atom is not None:
@@ -267,7 +315,8 @@ def _template_key(tr: _Transposer, binding: Binding, msg):
     inputs = [msg]
     positions = []
     key = [callee, ak, id(vt), id(mt)]
-    for i, a in enumerate(value.args):
+    i = 0
+    for a in value.args:
         if type(a) is not Var:
             return None
         if a in lin:
@@ -282,6 +331,7 @@ def _template_key(tr: _Transposer, binding: Binding, msg):
         if type(at) is not TensorType:
             return None
         key.append(id(at))
+        i += 1
     if len(inputs) > 2 or (len(inputs) == 2 and inputs[0] is inputs[1]):
         if len(set(inputs)) < len(inputs):  # which inputs alias: part of the key
             key.append(tuple([inputs.index(x) for x in inputs]))
@@ -478,8 +528,8 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
         tr.fixed.update(others + [ct])
         tr.coefficients(fn.body.bindings)
         msgs = tr.sweep(fn.body.bindings, fn.body.result, ct, lin_params)
-        for p, m in zip(lin_params, msgs):
-            tr.name_cotangent(p, m)
+        for k, p in enumerate(lin_params):
+            msgs[k] = tr.name_cotangent(p, msgs[k], msgs[:k] + msgs[k + 1:])
         adj = Adjoints(trace)
         outs = [adj.materialize(m, p.type) for m, p in zip(msgs, lin_params)]
         out = substitute_vars(trace.builder.finish_function(Tuple(outs)), tr.named)

@@ -127,22 +127,22 @@ class Templates:
                 and getattr(rule, "__module__", "").startswith("chainrule.rules."))
         return ok
 
-    def expand(self, key, inputs: list, trace, run) -> list:
-        """The partials ``run()`` returns after emitting the expansion of ``key`` (whose
-        slots are ``inputs``: variables) into ``trace``'s open block; replayed once a
-        second recording confirmed the first. The caller keeps the objects whose
+    def expand(self, key, inputs: list, trace, run, *args) -> list:
+        """The partials ``run(*args)`` returns after emitting the expansion of ``key``
+        (whose slots are ``inputs``: variables) into ``trace``'s open block; replayed once
+        a second recording confirmed the first. The caller keeps the objects whose
         identities the key holds alive while the cache lives."""
         entries = self.entries
         entry = entries.get(key)
         if type(entry) is Template:
             return entry.replay(inputs, trace.builder)
         if entry is _UNCACHEABLE:
-            return run()
+            return run(*args)
         builder = trace.builder
         frame = builder.bindings
         start, counter = len(frame), builder._counter
         lifted, captured = len(trace.lifted), len(trace.captured)
-        outs = run()
+        outs = run(*args)
         template = None
         if (builder.bindings is frame and len(frame) >= start
                 and len(trace.lifted) == lifted and len(trace.captured) == captured):
