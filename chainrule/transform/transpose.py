@@ -206,8 +206,13 @@ class _Transposer:
             return msg
         name = f"{v.name}_ct"
         frame = self.b.bindings
-        k = _bound_at(frame, msg)
-        if k >= 0 and _held_by_none(msg, others) and _unread(msg, frame, k + 1):
+        if frame and frame[-1].var is msg:  # the common case: just emitted, so unread
+            k = len(frame) - 1
+            here = _held_by_none(msg, others)
+        else:
+            k = _bound_at(frame, msg)
+            here = k >= 0 and _held_by_none(msg, others) and _unread(msg, frame, k + 1)
+        if here:
             msg = self.b.rebind(k, name)
         else:
             self.named[msg] = Var(name, msg.type)
@@ -225,17 +230,22 @@ class _Transposer:
         """Cotangents (messages) of ``inputs`` given ``ct``, the result's cotangent."""
         adj = Adjoints(self.trace)
         adj.accumulate(result, ct, self.wants)
+        msgs, lin, fixed = adj.msgs, self.lin, self.fixed
         for binding in reversed(bindings):
             v = binding.var
-            msg = adj.msgs.pop(v, None)
-            if v not in self.lin or msg is None:
+            msg = msgs.pop(v, None)
+            if msg is None or v not in lin:
                 continue
-            msg = self.name_cotangent(v, msg, adj.msgs.values())
+            if type(msg) is Var and msg not in fixed:
+                msg = self.name_cotangent(v, msg, msgs.values())
+            if type(binding.value) is Call:  # the common case first
+                _transpose_call(self, adj, binding, msg)
+                continue
             handler = _HANDLERS.get(type(binding.value))
             if handler is None:
                 raise TransposeError(f"transpose: cannot transpose {type(binding.value).__name__}")
             handler(self, adj, binding, msg)
-        return [adj.msgs.pop(u, None) for u in inputs]
+        return [msgs.pop(u, None) for u in inputs]
 
 
 def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
@@ -253,10 +263,16 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
         key, inputs, positions = keyed
         partials = tr.templates.expand(key, inputs, tr.trace, _run_rule,
                                        tr, adj, binding, msg, positions)
-    wants = tr.wants
+    msgs, lin = adj.msgs, tr.lin
     for i, atom in zip(positions, partials):
-        if atom is not None:
-            adj.accumulate(args[i], atom, wants)
+        if atom is None:
+            continue
+        arg = args[i]
+        # accumulate's first message for a variable, inlined: most have only one
+        if type(arg) is Var and arg in lin and arg not in msgs:
+            msgs[arg] = atom
+        else:
+            adj.accumulate(arg, atom, tr.wants)
 
 
 def _run_rule(tr: _Transposer, adj: Adjoints, binding: Binding, msg, positions) -> list:
