@@ -255,17 +255,23 @@ class _Simplifier:
         """A simpler value for ``var = call`` (atom or Call or Tuple), or None: the first
         pattern of ``PATTERNS`` (broadcast operands first) that applies."""
         t = var.type
-        bcast = self.bcast
-        for a in call.args:  # unbroadcast reads only these operands: try it when one is
-            if a in bcast or type(a) is Constant:
+        bcast, uniform = self.bcast, self.uniform
+        known = False  # an operand is a constant or has a known value (NEEDS_KNOWN)
+        for a in call.args:
+            if type(a) is not Var or a in bcast:
+                # unbroadcast reads only broadcasts and constants: tried when one is
                 new = unbroadcast(self, call, t, out, var.name)
                 if new is not None:
                     return new
+                known = True
                 break
+            if a in uniform:
+                known = True
         for pattern in PATTERNS.get(call.callee, ()):
-            new = pattern(self, call, t, out, var.name)
-            if new is not None:
-                return new
+            if known or pattern not in NEEDS_KNOWN:
+                new = pattern(self, call, t, out, var.name)
+                if new is not None:
+                    return new
         return None
 
     def rewrite(self, var: Var, value, out: list):
@@ -483,6 +489,9 @@ def broadcast_chain(s, call, t, out, hint):
 
 
 _RESHAPES = (ops.reshape, ops.expand_dims, ops.squeeze)
+# patterns that apply only when an operand is a constant or a variable whose elements
+# have a known value (``_Simplifier.uniform``): not tried when none is
+NEEDS_KNOWN = frozenset((identity, square_as_multiply, sign_into_constant))
 
 PATTERNS = {
     ops.add: [identity],
