@@ -1,7 +1,10 @@
-"""transpose's templates (chainrule/transform/transpose_templates.py: what a built-in
-rule emitted for a key, replayed when the key repeats) make the program running every
-rule makes, to the character; keys that must not be replayed run their rule every
-time. Speed is measured in benchmarks/transform_scaling.py, never asserted here."""
+"""The shortcuts of transpose and linearize (issue 14) make the programs of the general
+paths, to the character: transpose's templates (chainrule/transform/transpose_templates.py:
+what a built-in rule emitted for a key, replayed when the key repeats) the program
+running every rule makes, keys that must not be replayed running their rule every time;
+cotangents named where they are bound the text of renaming them at the end; linearize's
+primal and tangent functions made of the jvp function's bindings the text of copies.
+Speed is measured in benchmarks/transform_scaling.py, never asserted here."""
 
 from __future__ import annotations
 
@@ -213,3 +216,25 @@ def main(k: f64[3], x: f64[3]) -> f64[3]:
     finally:
         OPS.pop(op.name)
         VJP.pop(op)
+
+
+linearize_module = importlib.import_module("chainrule.transform.linearize")
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG) + ["loops"])
+def test_linearize_shares_the_jvp_bindings_with_the_text_of_copies(name, monkeypatch):
+    f, args = CATALOG.get(name) or (loops, (np.linspace(-1, 1, 3), np.full(3, 0.5)))
+    m = cr.trace(repeated(f) if name in CATALOG else f, *args)
+    try:
+        shared = linearize(m, "main")
+    except cr.ChainruleError:
+        return
+    cr.verify(shared)
+    monkeypatch.setattr(linearize_module, "_shareable", lambda uz, jf, base: False)
+    copied = linearize(m, "main")
+    for part in ("main_primal", "main_tangent"):
+        assert str(shared[part]) == str(copied[part])
+    # no variable is bound in both functions
+    bound = [{b.var for b in shared[p].body.bindings} | set(shared[p].params)
+             for p in ("main_primal", "main_tangent")]
+    assert not bound[0] & bound[1]

@@ -49,28 +49,51 @@ def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     primal, tangent = uz.block(jf.body.bindings)
     dresult = jf.body.result.fields[1]
     # argument-free ops (zeros) needed by the tangent side are recomputed there
-    nullary = {b.var for b in primal if type(b.value) is Call and not b.value.args
-               and isinstance(b.value.callee, Op) and isinstance(b.var.type, TensorType)}
-    moved = [b for b in primal if b.var in nullary]
-    defined = set(jf.params[:n]) | {b.var for b in primal}
-    needed, seen = [], set()
-    uses = [v for b in tangent for v in vars_used(b.value)] + [
-        v for v in vars_used(Tuple([dresult])) if isinstance(v, Var)]
-    for v in uses:
-        if v in defined and v not in nullary and v not in seen:
-            seen.add(v)
+    moved = [b for b in primal if type(b.value) is Call and not b.value.args
+             and isinstance(b.value.callee, Op) and isinstance(b.var.type, TensorType)]
+    # the residuals: primal values the tangent side reads, in first-use order
+    candidates = set(jf.params[:n])
+    candidates.update(b.var for b in primal)
+    candidates.difference_update(b.var for b in moved)
+    needed = []
+
+    def read(v) -> None:
+        if v in candidates:  # first read: a residual, read at most once from here on
+            candidates.discard(v)
             needed.append(v)
+
+    for b in tangent:
+        value = b.value
+        if type(value) is Call and type(value.callee) is Op:  # the common case first
+            for a in value.args:
+                if type(a) is Var:
+                    read(a)
+                elif type(a) is Tuple:
+                    for v in vars_used(a):
+                        read(v)
+        else:
+            for v in vars_used(value):
+                read(v)
+    for v in vars_used(Tuple([dresult])):
+        read(v)
 
     res_params = [Var(v.name if v.name.endswith("_res") else f"{v.name}_res", v.type)
                   for v in needed]
-    if uz.split_ifs or uz.split_loops or not set(jf.params).isdisjoint(base.params):
-        prim, tang = _copied(jm, jf, n, primal, moved + tangent, needed, res_params)
-    else:
+    if _shareable(uz, jf, base):
         prim, tang = _shared(jf, n, primal, moved, tangent, needed, res_params)
+    else:
+        prim, tang = _copied(jm, jf, n, primal, moved + tangent, needed, res_params)
     funcs = dict(module.functions)
     funcs[f"{func}_primal"] = prim
     funcs[f"{func}_tangent"] = tang
     return Module(funcs, module.meta)
+
+
+def _shareable(uz: Unzip, jf: Function, base: Function) -> bool:
+    """Whether the unzipped bindings can make the primal and tangent functions as they
+    are (``_shared``): no branch or loop was split, and the jvp function is made of
+    variables of its own."""
+    return not uz.split_ifs and not uz.split_loops and set(jf.params).isdisjoint(base.params)
 
 
 def _copied(jm: Module, jf: Function, n: int, primal: list, tangent: list, needed: list,
