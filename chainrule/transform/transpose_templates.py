@@ -28,8 +28,9 @@ objects) because:
   lives), which operands are linear and which inputs are the same variable; an
   operand that is a constant or a tuple is no key (the rule runs);
 - an expansion that emitted anything but calls of registered ops on the slots and on
-  constants, named ``lvN``, into the open block, or that lifted or captured a
-  value, is never recorded; one that raised records nothing (it raises every time).
+  constants, with attributes that have an exact key, named ``lvN``, into the open
+  block, or that lifted or captured a value, is never recorded; one that raised
+  records nothing (it raises every time).
 
 A cache lives for one ``transpose`` call. ``disabled()`` turns it off (tests compare
 the programs made both ways).
@@ -40,7 +41,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from ..ir.nodes import Binding, Call, Constant, Var
-from ..ir.op import OPS, Op
+from ..ir.op import OPS, Op, attrs_key
 from ..ir.types import TensorType
 
 ENABLED = True  # read when a transpose starts (``disabled()`` for tests)
@@ -85,7 +86,8 @@ class Template:
             return False
         for (c1, s1, t1, o1), (c2, s2, t2, o2) in zip(self.steps, other.steps):
             if (c1.callee is not c2.callee or s1 != s2 or t1 != t2 or o1 != o2
-                    or (c1.attrs is not c2.attrs and c1.attrs != c2.attrs)):
+                    or (c1.attrs is not c2.attrs
+                        and attrs_key(c1.attrs) != attrs_key(c2.attrs))):
                 return False
         return True
 
@@ -195,6 +197,8 @@ def _record(inputs, frame, start, counter, end_counter, outs) -> Template | None
             else:
                 return None
             refs.append(ref)
+        if value.attrs and attrs_key(value.attrs) is None:
+            return None  # an attribute without an exact key (an array): not compared
         slots[var] = ("step", len(raw))
         raw.append((value, refs, var.type, n - counter))
 
