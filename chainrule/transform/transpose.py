@@ -268,11 +268,15 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
         if atom is None:
             continue
         arg = args[i]
-        # accumulate's first message for a variable, inlined: most have only one
-        if type(arg) is Var and arg in lin and arg not in msgs:
-            msgs[arg] = atom
-        else:
-            adj.accumulate(arg, atom, tr.wants)
+        if type(arg) is Var and arg in lin:  # accumulate, inlined for an array variable
+            old = msgs.get(arg)
+            if old is None:
+                msgs[arg] = atom
+                continue
+            if type(arg.type) is TensorType:
+                msgs[arg] = tr.b.call(ops.add, [old, atom], {})  # as Adjoints.add does
+                continue
+        adj.accumulate(arg, atom, tr.wants)
 
 
 def _run_rule(tr: _Transposer, adj: Adjoints, binding: Binding, msg, positions) -> list:
