@@ -201,6 +201,12 @@ def subst_direct(value, sub: dict):
         return value
     t = type(value)
     if t is Call:
+        for a in value.args:  # the common case first: nothing read is substituted
+            if a in sub or type(a) is Tuple:
+                break
+        else:
+            if type(value.callee) is not Var or value.callee not in sub:
+                return value
         callee = sub.get(value.callee, value.callee) if type(value.callee) is Var else value.callee
         args = [subst_atom(a, sub) for a in value.args]
         if callee is value.callee and not any(map(is_not, args, value.args)):

@@ -93,7 +93,11 @@ class _CSE:
             if tc is Op and callee.effects:
                 return None  # two draws are two draws
             ck = ("global", callee.name) if tc is GlobalVar else callee
-            args = tuple([a if type(a) is Var else self.atom_key(a) for a in value.args])
+            args = value.args
+            for a in args:  # the common case: variables only, which are their own keys
+                if type(a) is not Var:
+                    args = tuple([a if type(a) is Var else self.atom_key(a) for a in args])
+                    break
             if len(args) == 2 and tc is Op and callee.commutative:
                 args = ("commutative", frozenset(args))  # a * b is b * a, bit for bit
             attrs = (tuple(sorted([(k, freeze(v)) for k, v in value.attrs.items()]))
@@ -150,7 +154,7 @@ class _CSE:
 def cse_function(fn: Function) -> Function:
     """``fn`` with common subexpressions shared (the same object if there were none)."""
     c = _CSE()
-    body = c.block(fn.body)
+    body, _ = c.block(fn.body, keep_scope=True)  # the table dies here: no keys to remove
     return fn if body is fn.body else Function(fn.params, body, fn.ret_type, fn.attrs)
 
 

@@ -59,9 +59,22 @@ def _block(block: Block, live: set) -> Block:
     _mark(block.result, live)
     kept = []
     for b in reversed(block.bindings):
-        if b.var not in live and not _effect(b.value):
-            continue
         value = b.value
+        if type(value) is Call:  # the common case first: a call (no nested block)
+            callee = value.callee
+            if b.var not in live and not (type(callee) is Op and callee.effects):
+                continue
+            if type(callee) is Var:
+                live.add(callee)
+            for a in value.args:
+                if type(a) is Var:
+                    live.add(a)
+                elif type(a) is Tuple:
+                    _mark(a, live)
+            kept.append(b)
+            continue
+        if b.var not in live and not _effect(value):
+            continue
         inner = nested_blocks(value)
         if inner:
             if isinstance(value, While):

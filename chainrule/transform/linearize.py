@@ -13,14 +13,15 @@ from __future__ import annotations
 from ..errors import CompiledHigherOrderError
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
-from ..ir.nodes import Call, Module, Tuple, Var
+from ..ir.infer import arg_type
+from ..ir.nodes import Block, Call, Function, Module, Tuple, Var
 from ..ir.op import Op
 from ..ir.types import TensorType
-from ..ir.visitor import Mutator, vars_used
+from ..ir.visitor import Mutator, substitute_vars, vars_used
 from .base import OptionsPass, register_pass
 from .inline import inline
 from .jvp import jvp_with_loop_splits
-from .partial_eval import holds_closures, partial_eval
+from .partial_eval import holds_closures, may_inline, partial_eval
 from .unzip import Unzip
 
 
@@ -28,7 +29,8 @@ from .unzip import Unzip
 def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     """Add ``<func>_primal`` and ``<func>_tangent`` (see the module docstring); ``wrt``
     as for ``jvp``: the parameter positions the tangent program takes tangents of."""
-    module = inline(module)  # calls of non-recursive functions become straight-line code
+    if may_inline(module):  # calls of non-recursive functions become straight-line code
+        module = inline(module)
     if holds_closures(module[func]):
         # closures and calls of function values: partial evaluation applies the ones whose
         # definition is known, as Relay does, so the unzipped program is first-order
@@ -38,26 +40,68 @@ def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     jf = jm[f"{func}_jvp"]
     n = len(base.params)
     for b in jf.body.bindings:
-        if isinstance(b.value, Call) and not isinstance(b.value.callee, Op):
+        v = b.value
+        if type(v) is Call and type(v.callee) is not Op and not isinstance(v.callee, Op):
             raise CompiledHigherOrderError(
                 f"linearize: {b.var.name} calls a recursive module function, which is not "
                 f"unzipped; the API falls back to jvp")
     uz = Unzip(jf.params[n:], loop_splits)
     primal, tangent = uz.block(jf.body.bindings)
-    result, dresult = jf.body.result.fields
+    dresult = jf.body.result.fields[1]
     # argument-free ops (zeros) needed by the tangent side are recomputed there
-    nullary = {b.var for b in primal if type(b.value) is Call and not b.value.args
-               and isinstance(b.value.callee, Op) and isinstance(b.var.type, TensorType)}
-    moved = [b for b in primal if b.var in nullary]
-    defined = set(jf.params[:n]) | {b.var for b in primal}
-    needed, seen = [], set()
-    uses = [v for b in tangent for v in vars_used(b.value)] + [
-        v for v in vars_used(Tuple([dresult])) if isinstance(v, Var)]
-    for v in uses:
-        if v in defined and v not in nullary and v not in seen:
-            seen.add(v)
+    moved = [b for b in primal if type(b.value) is Call and not b.value.args
+             and isinstance(b.value.callee, Op) and isinstance(b.var.type, TensorType)]
+    # the residuals: primal values the tangent side reads, in first-use order
+    candidates = set(jf.params[:n])
+    candidates.update(b.var for b in primal)
+    candidates.difference_update(b.var for b in moved)
+    needed = []
+
+    def read(v) -> None:
+        if v in candidates:  # first read: a residual, read at most once from here on
+            candidates.discard(v)
             needed.append(v)
 
+    for b in tangent:
+        value = b.value
+        if type(value) is Call and type(value.callee) is Op:  # the common case first
+            for a in value.args:
+                if type(a) is Var:
+                    read(a)
+                elif type(a) is Tuple:
+                    for v in vars_used(a):
+                        read(v)
+        else:
+            for v in vars_used(value):
+                read(v)
+    for v in vars_used(Tuple([dresult])):
+        read(v)
+
+    res_params = [Var(v.name if v.name.endswith("_res") else f"{v.name}_res", v.type)
+                  for v in needed]
+    if _shareable(uz, jf, base):
+        prim, tang = _shared(jf, n, primal, moved, tangent, needed, res_params)
+    else:
+        prim, tang = _copied(jm, jf, n, primal, moved + tangent, needed, res_params)
+    funcs = dict(module.functions)
+    funcs[f"{func}_primal"] = prim
+    funcs[f"{func}_tangent"] = tang
+    return Module(funcs, module.meta)
+
+
+def _shareable(uz: Unzip, jf: Function, base: Function) -> bool:
+    """Whether the unzipped bindings can make the primal and tangent functions as they
+    are (``_shared``): no branch or loop was split, and the jvp function is made of
+    variables of its own."""
+    return not uz.split_ifs and not uz.split_loops and set(jf.params).isdisjoint(base.params)
+
+
+def _copied(jm: Module, jf: Function, n: int, primal: list, tangent: list, needed: list,
+            res_params: list) -> tuple[Function, Function]:
+    """The primal and tangent functions as copies with new variables: an unzipped branch
+    or loop binds a value needed by the tangent side both inside the split node and
+    after it, and copying with fresh variables keeps each function single-assignment."""
+    result, dresult = jf.body.result.fields
     # the primal function: params -> (result, residuals)
     m = Mutator(jm)
     params = [m.copy_var(p) for p in jf.params[:n]]
@@ -69,19 +113,30 @@ def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     # the tangent function: (residuals..., tangents...) -> result tangent
     t = Mutator(jm)
     t.builder = Builder(jm)
-    res_params = []
-    for v in needed:
-        r = Var(v.name if v.name.endswith("_res") else f"{v.name}_res", v.type)
+    for v, r in zip(needed, res_params):
         t.subst[v] = r
-        res_params.append(r)
     tan_params = [t.copy_var(p) for p in jf.params[n:]]
     t.builder.params = res_params + tan_params
-    t.emit_bindings(moved + tangent)
-    tang = t.builder.finish_function(t.atom(dresult))
-    funcs = dict(module.functions)
-    funcs[f"{func}_primal"] = prim
-    funcs[f"{func}_tangent"] = tang
-    return Module(funcs, module.meta)
+    t.emit_bindings(tangent)
+    return prim, t.builder.finish_function(t.atom(dresult))
+
+
+def _shared(jf: Function, n: int, primal: list, moved: list, tangent: list, needed: list,
+            res_params: list) -> tuple[Function, Function]:
+    """The primal and tangent functions of a straight-line unzip, made of the jvp
+    function's own bindings (a program no one else holds: the same text as copies,
+    without copying every binding): the tangent side's reads of residuals become its
+    parameters, and the argument-free bindings both sides compute get new variables on
+    the tangent side, so no variable is bound in both functions."""
+    result, dresult = jf.body.result.fields
+    out = Tuple([result, Tuple(list(needed))])
+    prim = Function(jf.params[:n], Block(primal, out), arg_type(out))
+    sub = dict(zip(needed, res_params))
+    for b in moved:
+        sub[b.var] = Var(b.var.name, b.var.type)
+    tang = Function([*needed, *jf.params[n:]], Block(moved + tangent, dresult),
+                    arg_type(dresult))
+    return prim, substitute_vars(tang, sub)
 
 
 class Linearize(OptionsPass):

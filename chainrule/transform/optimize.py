@@ -31,6 +31,7 @@ from .base import Pass, register_pass
 from .cse import cse_function
 from .dce import dce_function
 from .inline import inline
+from .partial_eval import may_inline
 from .simplify import MAX_SWEEPS, simplify_settled
 
 MAX_ROUNDS = 4
@@ -64,7 +65,7 @@ class Optimize(Pass):
         self.inline_calls = inline_calls
 
     def run(self, module: Module) -> Module:
-        if self.inline_calls:
+        if self.inline_calls and may_inline(module):
             module = inline(module)
         return Module({name: optimize_function(fn, self.max_rounds)
                        for name, fn in module.functions.items()}, module.meta)

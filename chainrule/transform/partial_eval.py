@@ -26,6 +26,7 @@ False
 from __future__ import annotations
 
 from ..ir.nodes import Call, Function, Module, Var
+from ..ir.op import Op
 from ..ir.visitor import nested_blocks
 from .base import Pass, register_pass
 from .dce import dce
@@ -51,9 +52,35 @@ def holds_closures(fn: Function) -> bool:
         block = stack.pop()
         for b in block.bindings:
             v = b.value
-            if isinstance(v, Function) or (isinstance(v, Call) and isinstance(v.callee, Var)):
+            t = type(v)
+            if t is Call:  # the common case first
+                if isinstance(v.callee, Var):
+                    return True
+                continue
+            if t is Function:
                 return True
             stack.extend(nested_blocks(v))
+    return False
+
+
+def may_inline(module: Module) -> bool:
+    """Whether ``inline`` can change ``module``: a function calls a module function or
+    defines a closure (anywhere inside). When not, ``inline`` returns every function as
+    the same object, and a pass may skip it (one scan instead of its three)."""
+    for fn in module.functions.values():
+        stack = [fn.body]
+        while stack:
+            block = stack.pop()
+            for b in block.bindings:
+                v = b.value
+                t = type(v)
+                if t is Call:  # the common case first
+                    if type(v.callee) is not Op:
+                        return True
+                    continue
+                if t is Function:
+                    return True
+                stack.extend(nested_blocks(v))
     return False
 
 

@@ -93,6 +93,8 @@ _CREATION = (ops.zeros, ops.ones, ops.full, ops.arange)
 # the value every element of a creation op's result has
 _FILLED = {ops.zeros: 0, ops.zeros_like: 0, ops.ones: 1, ops.ones_like: 1}
 _NO_VALUE = object()
+# ops whose calls ``record`` learns more of than their definition
+_RECORDED = frozenset((*_FILLED, *_FULL, *_UNIFORM_PRESERVING))
 
 
 def _float_constant(x) -> bool:
@@ -137,11 +139,11 @@ class _Simplifier:
 
     def record(self, var: Var, value) -> None:
         t = type(value)
-        if t is Tuple:
-            self.defs[var] = value
-        elif t is Call and type(value.callee) is Op:
+        if t is Call and type(value.callee) is Op:
             self.defs[var] = value
             op = value.callee
+            if op not in _RECORDED:  # the common case: no fact but the definition
+                return
             u = _FILLED.get(op, _NO_VALUE)
             if op in _FULL:
                 # the value as stored: full(2, dtype=bool) holds True, not 2
@@ -157,6 +159,8 @@ class _Simplifier:
                     self.bcast.add(var)
             if u is not _NO_VALUE:
                 self.uniform[var] = u
+        elif t is Tuple:
+            self.defs[var] = value
 
     def op_def(self, x, ops_wanted):
         """The op call defining variable ``x`` if its op is one of ``ops_wanted``."""
@@ -251,13 +255,23 @@ class _Simplifier:
         """A simpler value for ``var = call`` (atom or Call or Tuple), or None: the first
         pattern of ``PATTERNS`` (broadcast operands first) that applies."""
         t = var.type
-        new = unbroadcast(self, call, t, out, var.name)
-        if new is not None:
-            return new
+        bcast, uniform = self.bcast, self.uniform
+        known = False  # an operand is a constant or has a known value (NEEDS_KNOWN)
+        for a in call.args:
+            if type(a) is not Var or a in bcast:
+                # unbroadcast reads only broadcasts and constants: tried when one is
+                new = unbroadcast(self, call, t, out, var.name)
+                if new is not None:
+                    return new
+                known = True
+                break
+            if a in uniform:
+                known = True
         for pattern in PATTERNS.get(call.callee, ()):
-            new = pattern(self, call, t, out, var.name)
-            if new is not None:
-                return new
+            if known or pattern not in NEEDS_KNOWN:
+                new = pattern(self, call, t, out, var.name)
+                if new is not None:
+                    return new
         return None
 
     def rewrite(self, var: Var, value, out: list):
@@ -380,7 +394,12 @@ def identity(s, call, t, out, hint):
     """x + 0 -> x, x * 1 -> x, x * -1 -> -x, ... (``IDENTITIES``; x cast and broadcast to
     the result type)"""
     a, b = call.args
-    uniform = (s.uniform_of(a), s.uniform_of(b))
+    known = s.uniform  # uniform_of, inlined for variables: most operands have no value
+    ua = known.get(a, _NO_VALUE) if type(a) is Var else s.uniform_of(a)
+    ub = known.get(b, _NO_VALUE) if type(b) is Var else s.uniform_of(b)
+    if ua is _NO_VALUE and ub is _NO_VALUE:
+        return None
+    uniform = (ua, ub)
     for kept, value, negated in IDENTITIES[call.callee]:
         if _is(uniform[1 - kept], value):
             x = call.args[kept]
@@ -401,6 +420,8 @@ def sign_into_constant(s, call, t, out, hint):
     one elementwise op fewer, the same bits: IEEE negation is exact, rounding symmetric)"""
     a, b = call.args
     for k, (x, c) in enumerate(((a, b), (b, a))):
+        if type(c) is not Constant:  # the cheaper test first
+            continue
         inner = s.op_def(x, (_NEGATIVE,))
         if inner is not None and _float_constant(c):
             pair = [inner.args[0], Constant(np.negative(c.data))]
@@ -468,6 +489,9 @@ def broadcast_chain(s, call, t, out, hint):
 
 
 _RESHAPES = (ops.reshape, ops.expand_dims, ops.squeeze)
+# patterns that apply only when an operand is a constant or a variable whose elements
+# have a known value (``_Simplifier.uniform``): not tried when none is
+NEEDS_KNOWN = frozenset((identity, square_as_multiply, sign_into_constant))
 
 PATTERNS = {
     ops.add: [identity],

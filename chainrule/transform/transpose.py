@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import ops
 from ..emit.methods import ArrayMethods
-from ..emit.trace import Trace
+from ..emit.trace import REBOUND, Trace
 from ..errors import TransposeError
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
@@ -31,11 +31,12 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.op import HANDLERS, Op
+from ..ir.op import HANDLERS, Op, attrs_key
 from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
 from ..rules import VJP, NoDerivative
+from . import transpose_templates
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
 from .partial_eval import holds_closures, partial_eval
@@ -99,12 +100,19 @@ def _check_linear(binding: Binding, linear_positions: list[int]) -> None:
 def _linear_vars(bindings, lin: set) -> None:
     """Add every variable that depends on a linear one (nested blocks included)."""
     for b in bindings:
-        if isinstance(b.value, While):
-            _loop_linear_vars(b.value, lin)
+        value = b.value
+        if type(value) is Call and type(value.callee) is Op:  # the common case first
+            for a in value.args:
+                if a in lin if type(a) is Var else (type(a) is Tuple and _mentions(a, lin)):
+                    lin.add(b.var)
+                    break
+            continue
+        if isinstance(value, While):
+            _loop_linear_vars(value, lin)
         else:
-            for inner in nested_blocks(b.value):
+            for inner in nested_blocks(value):
                 _linear_vars(inner.bindings, lin)
-        if any(v in lin for v in vars_used(b.value)):
+        if any(v in lin for v in vars_used(value)):
             lin.add(b.var)
 
 
@@ -130,6 +138,43 @@ def _fields(result, n):
     return list(result.fields) if isinstance(result, Tuple) else [None] * n
 
 
+# how far back a cotangent's binding is looked for, and how many other messages are
+# searched for it, when it is named where it is bound (beyond: renamed at the end)
+_RENAME_WINDOW = 4
+_RENAME_OTHERS = 8
+
+
+def _bound_at(frame: list, var: Var) -> int:
+    """The index of ``var``'s binding among the last ``_RENAME_WINDOW`` of ``frame``,
+    or -1."""
+    n = len(frame)
+    if n and frame[-1].var is var:  # the common case: the binding just emitted
+        return n - 1
+    for k in range(n - 2, max(n - _RENAME_WINDOW, 0) - 1, -1):
+        if frame[k].var is var:
+            return k
+    return -1
+
+
+def _unread(var: Var, frame: list, start: int) -> bool:
+    """Whether no binding of ``frame`` from ``start`` on reads ``var``."""
+    for k in range(start, len(frame)):
+        if var in vars_used(frame[k].value):
+            return False
+    return True
+
+
+def _held_by_none(var: Var, others) -> bool:
+    """Whether none of the messages ``others`` is (or may hold) ``var``; a tuple message
+    or too many messages to search count as holding it."""
+    if len(others) > _RENAME_OTHERS:
+        return False
+    for m in others:
+        if m is var or (m is not None and type(m) is not Var):
+            return False
+    return True
+
+
 class _Transposer:
     """Transposes blocks: coefficients (non-linear bindings) first, then the
     linear bindings in reverse, accumulating cotangents (seed 002's accMap)."""
@@ -143,17 +188,36 @@ class _Transposer:
         self.fixed: set[Var] = set()  # coefficients and parameters: never renamed
         self.named: dict[Var, Var] = {}  # a cotangent the sweep emitted -> it named <v>_ct
         self.wants = lin.__contains__  # whether a variable takes a cotangent
+        # op calls transposed as before replay what their rule emitted then
+        self.templates = transpose_templates.Templates() if transpose_templates.ENABLED else None
+        self.held: list = []  # the type objects whose identities template keys hold
 
     def coefficients(self, bindings) -> None:
         self.copy.emit_bindings([b for b in bindings if b.var not in self.lin])
         self.fixed.update(v for v in self.copy.subst.values() if isinstance(v, Var))
 
-    def name_cotangent(self, v: Var, msg) -> None:
-        """A cotangent the sweep computed is named after its variable, ``<v>_ct``, when
-        the function is finished (``substitute_vars``)."""
-        if isinstance(msg, Var) and msg not in self.fixed:
-            self.named[msg] = Var(f"{v.name}_ct", msg.type)
-            self.fixed.add(msg)
+    def name_cotangent(self, v: Var, msg, others=()):
+        """A cotangent the sweep computed is named after its variable, ``<v>_ct``; returns
+        the message to use from here on. A variable bound a few bindings ago that nothing
+        has read since, and that no other message (``others``) holds, is renamed where it
+        is bound (``Builder.rebind``: nothing refers to it yet); any other is renamed when
+        the function is finished (``substitute_vars``), which costs a pass over it."""
+        if type(msg) is not Var or msg in self.fixed:
+            return msg
+        name = f"{v.name}_ct"
+        frame = self.b.bindings
+        if frame and frame[-1].var is msg:  # the common case: just emitted, so unread
+            k = len(frame) - 1
+            here = _held_by_none(msg, others)
+        else:
+            k = _bound_at(frame, msg)
+            here = k >= 0 and _held_by_none(msg, others) and _unread(msg, frame, k + 1)
+        if here:
+            msg = self.b.rebind(k, name)
+        else:
+            self.named[msg] = Var(name, msg.type)
+        self.fixed.add(msg)
+        return msg
 
     def view(self, atom, adj):
         if isinstance(atom, Var) and atom in self.lin:
@@ -166,31 +230,70 @@ class _Transposer:
         """Cotangents (messages) of ``inputs`` given ``ct``, the result's cotangent."""
         adj = Adjoints(self.trace)
         adj.accumulate(result, ct, self.wants)
+        msgs, lin, fixed = adj.msgs, self.lin, self.fixed
         for binding in reversed(bindings):
             v = binding.var
-            msg = adj.msgs.pop(v, None)
-            if v not in self.lin or msg is None:
+            msg = msgs.pop(v, None)
+            if msg is None or v not in lin:
                 continue
-            self.name_cotangent(v, msg)
+            if type(msg) is Var and msg not in fixed:
+                msg = self.name_cotangent(v, msg, msgs.values())
+            if type(binding.value) is Call:  # the common case first
+                _transpose_call(self, adj, binding, msg)
+                continue
             handler = _HANDLERS.get(type(binding.value))
             if handler is None:
                 raise TransposeError(f"transpose: cannot transpose {type(binding.value).__name__}")
             handler(self, adj, binding, msg)
-        return [adj.msgs.pop(u, None) for u in inputs]
+        return [msgs.pop(u, None) for u in inputs]
 
 
 def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
     v, value = binding.var, binding.value
     if not isinstance(value.callee, Op):
         raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
-    positions = [i for i, a in enumerate(value.args) if _mentions(a, tr.lin)]
-    _check_linear(binding, positions)
+    args = value.args
+    keyed = _template_key(tr, binding, msg) if tr.templates is not None else None
+    if keyed is None:
+        lin = tr.lin
+        positions = [i for i, a in enumerate(args)
+                     if (a in lin if type(a) is Var else _mentions(a, lin))]
+        partials = _run_rule(tr, adj, binding, msg, positions)
+    else:
+        key, inputs, positions = keyed
+        partials = tr.templates.expand(key, inputs, tr.trace, _run_rule,
+                                       tr, adj, binding, msg, positions)
+    msgs, lin = adj.msgs, tr.lin
+    for i, atom in zip(positions, partials):
+        if atom is None:
+            continue
+        arg = args[i]
+        if type(arg) is Var and arg in lin:  # accumulate, inlined for an array variable
+            old = msgs.get(arg)
+            if old is None:
+                msgs[arg] = atom
+                continue
+            if type(arg.type) is TensorType:
+                msgs[arg] = tr.b.call(ops.add, [old, atom], {})  # as Adjoints.add does
+                continue
+        adj.accumulate(arg, atom, tr.wants)
+
+
+def _run_rule(tr: _Transposer, adj: Adjoints, binding: Binding, msg, positions) -> list:
+    """The VJP rule of ``binding``'s op with its linear operands undefined: per linear
+    position, its partial fitted to the operand's type (None for none); what the rule
+    emitted for nothing is dropped."""
+    _check_linear(binding, positions)  # a replayed key passed it: the same op, positions
+    v, value = binding.var, binding.value
+    if tr.templates is not None:
+        tr.held.append((v.type, getattr(msg, "type", None),
+                        *[getattr(tr.copy.atom(a), "type", None) for a in value.args]))
     g = adj.materialize(msg, v.type)
     g = tuple(adj.wrap(f) for f in adj.split(g, v.type)) if isinstance(
         v.type, TupleType) else adj.wrap(g)
     start = len(tr.b.bindings)
     partials = VJP[value.callee](Undefined(v.type, tr.trace), g,
-                                      *[tr.view(a, adj) for a in value.args], **value.attrs)
+                                 *[tr.view(a, adj) for a in value.args], **value.attrs)
     fitted = []
     for i in positions:
         p = partials[i]
@@ -198,12 +301,61 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
                 isinstance(e, Undefined) for e in p)):
             raise TransposeError(f"transpose: {v.name} = {value.callee.name}(...) "
                                  f"is not linear in operand {i}")
-        if p is not None:
-            # an operand may be a tuple literal (a pushed snapshot's tangent)
-            fitted.append((value.args[i], adj.fit(p, arg_type(value.args[i]))))
-    prune(tr.b.bindings, start, [f for _, f in fitted])
-    for arg, atom in fitted:
-        adj.accumulate(arg, atom, tr.wants)
+        # an operand may be a tuple literal (a pushed snapshot's tangent)
+        fitted.append(None if p is None else adj.fit(p, arg_type(value.args[i])))
+    prune(tr.b.bindings, start, [f for f in fitted if f is not None])
+    return fitted
+
+
+def _template_key(tr: _Transposer, binding: Binding, msg):
+    """(key, inputs, linear positions) of ``binding``'s transposition for
+    ``transpose_templates``, or None when it is no key: a cotangent, result or operand
+    that is not a variable of array type, an attribute without an exact key, a rule
+    that is not a built-in one. The key holds type identities: ``_run_rule`` keeps the
+    type objects of every expansion it records alive (``tr.held``), so an identity in
+    a recorded key is its object's while the cache lives."""
+    if type(msg) is not Var:
+        return None
+    v, value = binding.var, binding.value
+    callee = value.callee
+    vt, mt = v.type, msg.type
+    if type(vt) is not TensorType or type(mt) is not TensorType:
+        return None
+    templates = tr.templates
+    ok = templates.rule_ok.get(callee)
+    if ok is None:
+        ok = templates.cacheable(callee, VJP)
+    if not ok or REBOUND:
+        return None
+    attrs = value.attrs
+    ak = attrs_key(attrs) if attrs else ()
+    if ak is None:
+        return None
+    lin, subst = tr.lin, tr.copy.subst
+    inputs = [msg]
+    positions = []
+    key = [callee, ak, id(vt), id(mt)]
+    i = 0
+    for a in value.args:
+        if type(a) is not Var:
+            return None
+        if a in lin:
+            positions.append(i)
+            key.append(-1)
+        else:
+            a = subst.get(a, a)
+            if type(a) is not Var:
+                return None
+            inputs.append(a)
+        at = a.type
+        if type(at) is not TensorType:
+            return None
+        key.append(id(at))
+        i += 1
+    if len(inputs) > 2 or (len(inputs) == 2 and inputs[0] is inputs[1]):
+        if len(set(inputs)) < len(inputs):  # which inputs alias: part of the key
+            key.append(tuple([inputs.index(x) for x in inputs]))
+    return tuple(key), inputs, positions
 
 
 def _transpose_getitem(tr, adj, binding, msg) -> None:
@@ -396,8 +548,8 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
         tr.fixed.update(others + [ct])
         tr.coefficients(fn.body.bindings)
         msgs = tr.sweep(fn.body.bindings, fn.body.result, ct, lin_params)
-        for p, m in zip(lin_params, msgs):
-            tr.name_cotangent(p, m)
+        for k, p in enumerate(lin_params):
+            msgs[k] = tr.name_cotangent(p, msgs[k], msgs[:k] + msgs[k + 1:])
         adj = Adjoints(trace)
         outs = [adj.materialize(m, p.type) for m, p in zip(msgs, lin_params)]
         out = substitute_vars(trace.builder.finish_function(Tuple(outs)), tr.named)

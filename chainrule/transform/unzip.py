@@ -62,14 +62,19 @@ class Unzip:
 
     def block(self, bindings) -> tuple[list, list]:
         primal, tangent = [], []
+        tangent_vars = self.tangent
         for b in bindings:
             v = b.value
             if type(v) is Call and type(v.callee) is Op:  # the common case first: an op
-                if self.is_tangent(v):
-                    self.tangent.add(b.var)
-                    tangent.append(b)
+                for a in v.args:  # is_tangent, inlined: any operand a tangent
+                    if a in tangent_vars if type(a) is Var else (
+                            type(a) is Tuple and self.is_tangent(a)):
+                        break
                 else:
                     primal.append(b)
+                    continue
+                tangent_vars.add(b.var)
+                tangent.append(b)
             elif isinstance(v, If) and self.is_tangent(v):
                 self._if(b, primal, tangent)
             elif isinstance(v, While) and self.is_tangent(v):
