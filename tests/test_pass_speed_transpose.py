@@ -1,5 +1,5 @@
 """The shortcuts of transpose and linearize (issue 14) make the programs of the general
-paths, to the character: transpose's templates (chainrule/transform/transpose_templates.py:
+paths, to the character: transpose's templates (chainrule/transform/rule_templates.py:
 what a built-in rule emitted for a key, replayed when the key repeats) the program
 running every rule makes, keys that must not be replayed running their rule every time;
 cotangents named where they are bound the text of renaming them at the end; linearize's
@@ -24,7 +24,7 @@ from chainrule.ir.builder import Builder
 from chainrule.ir.nodes import Constant
 from chainrule.ops import define
 from chainrule.rules import VJP, vjp_rule
-from chainrule.transform import transpose_templates
+from chainrule.transform import rule_templates
 from chainrule.transform.linearize import linearize
 from chainrule.transform.transpose import transpose
 
@@ -56,7 +56,7 @@ def transposed_text(m) -> str:
 
 
 def both_ways(m) -> tuple[str, str]:
-    with transpose_templates.disabled():
+    with rule_templates.disabled():
         plain = transposed_text(m)
     return plain, transposed_text(m)
 
@@ -65,13 +65,13 @@ def both_ways(m) -> tuple[str, str]:
 def replays(monkeypatch):
     """How many expansions were replayed (a list holding the count)."""
     count = [0]
-    replay = transpose_templates.Template.replay
+    expand = rule_templates.RuleTemplates.expand
 
-    def counted(self, inputs, builder):
-        count[0] += 1
-        return replay(self, inputs, builder)
+    def counted(self, key, *args):
+        count[0] += type(self.entries.get(key)) is rule_templates.Template
+        return expand(self, key, *args)
 
-    monkeypatch.setattr(transpose_templates.Template, "replay", counted)
+    monkeypatch.setattr(rule_templates.RuleTemplates, "expand", counted)
     return count
 
 
@@ -118,7 +118,7 @@ def test_a_rule_outside_chainrule_rules_runs_every_time(replays):
     try:
         lines = [f"    x{k + 1} = user_scale3(x{k})" for k in range(6)]
         m = cr.parse("def main(x0: f64[3]) -> f64[3]:\n" + "\n".join(lines) + "\n    return x6\n")
-        with transpose_templates.disabled():
+        with rule_templates.disabled():
             plain = str(transpose(m, "main", linear=["x0"]))
         assert str(transpose(m, "main", linear=["x0"])) == plain
         assert calls[0] == 12 and replays[0] == 0  # six bindings, both ways
@@ -131,7 +131,7 @@ def test_an_expansion_making_new_constants_is_never_replayed():
     b = Builder()
     x = b.param("x", TensorType((3,), "f64"))
     traced = Trace(builder=b)
-    t = transpose_templates.Templates()
+    t = rule_templates.RuleTemplates({}, record_after=0)
     runs = [0]
 
     def run():  # a new constant object each time: recordings never agree

@@ -41,6 +41,9 @@ holds, so they cannot be reused while it lives, nothing else of the program is h
 no state can change under it (a rule re-registered between runs is simply found
 by the next run). At most ``LIMIT`` keys are recorded per run.
 
+``transpose`` uses the same cache for the VJP rules it runs with linear operands left
+undefined (its key adds which operands are linear; see ``transform/transpose.py``).
+
 ``disabled()`` turns replay off (tests compare the programs made both ways).
 """
 
@@ -194,8 +197,9 @@ class _Pending:
 class RuleTemplates:
     """One pass run's templates, by key (see the module docstring)."""
 
-    def __init__(self, table: dict):
+    def __init__(self, table: dict, record_after: int = RECORD_AFTER):
         self.table = table  # the rules: VJP or JVP
+        self.record_after = record_after  # expansions of a key run before one is recorded
         self.entries: dict = {}
         self.rule_ok: dict = {}  # op -> whether its rule may be templated
 
@@ -224,7 +228,7 @@ class RuleTemplates:
             entry = 0
         if entry is _UNCACHEABLE:
             return run(*args)
-        if type(entry) is int and entry < RECORD_AFTER:  # not recorded: most keys of a
+        if type(entry) is int and entry < self.record_after:  # not recorded: most keys of a
             entries[key] = entry + 1  # short program come back a few times at most
             return run(*args)
         builder = trace.builder

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import ops
 from ..emit.methods import ArrayMethods
-from ..emit.trace import REBOUND, Trace
+from ..emit.trace import Trace
 from ..errors import TransposeError
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
@@ -36,7 +36,7 @@ from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
 from ..rules import VJP, NoDerivative
-from . import transpose_templates
+from . import rule_templates
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
 from .partial_eval import holds_closures, partial_eval
@@ -189,7 +189,10 @@ class _Transposer:
         self.named: dict[Var, Var] = {}  # a cotangent the sweep emitted -> it named <v>_ct
         self.wants = lin.__contains__  # whether a variable takes a cotangent
         # op calls transposed as before replay what their rule emitted then
-        self.templates = transpose_templates.Templates() if transpose_templates.ENABLED else None
+        # (recorded from a key's first expansion: a linear program is short next to the
+        # program it was linearized from, and its keys come back as often)
+        self.templates = (rule_templates.RuleTemplates(VJP, record_after=0)
+                          if rule_templates.ENABLED else None)
         self.held: list = []  # the type objects whose identities template keys hold
 
     def coefficients(self, bindings) -> None:
@@ -309,7 +312,7 @@ def _run_rule(tr: _Transposer, adj: Adjoints, binding: Binding, msg, positions) 
 
 def _template_key(tr: _Transposer, binding: Binding, msg):
     """(key, inputs, linear positions) of ``binding``'s transposition for
-    ``transpose_templates``, or None when it is no key: a cotangent, result or operand
+    ``rule_templates``, or None when it is no key: a cotangent, result or operand
     that is not a variable of array type, an attribute without an exact key, a rule
     that is not a built-in one. The key holds type identities: ``_run_rule`` keeps the
     type objects of every expansion it records alive (``tr.held``), so an identity in
@@ -321,11 +324,7 @@ def _template_key(tr: _Transposer, binding: Binding, msg):
     vt, mt = v.type, msg.type
     if type(vt) is not TensorType or type(mt) is not TensorType:
         return None
-    templates = tr.templates
-    ok = templates.rule_ok.get(callee)
-    if ok is None:
-        ok = templates.cacheable(callee, VJP)
-    if not ok or REBOUND:
+    if not tr.templates.cacheable_rule(callee):
         return None
     attrs = value.attrs
     ak = attrs_key(attrs) if attrs else ()
