@@ -17,22 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_results_owned import _assert_owned
 
 import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule.backend.codegen import compile_module
 from chainrule.backend.execution import results_allocated
 from chainrule.backend.logsumexp_sharing import share_logsumexp
-
-
-def _assert_owned(results, inputs):
-    arrays = [r for r in results if isinstance(r, np.ndarray)]
-    for i, r in enumerate(arrays):
-        assert r.flags.writeable
-        for other in arrays[i + 1:]:
-            assert not np.shares_memory(r, other)
-        for x in inputs:
-            assert not np.shares_memory(r, x)
 
 
 # -- which programs return only arrays they allocated ------------------------------------

@@ -8,11 +8,10 @@ from __future__ import annotations
 from ..emit.trace import Traced
 from ..errors import GradientError, NoRuleError
 from ..ir.nodes import Tuple, Var
-from ..ir.op import attrs_key
 from ..ir.types import TensorType, TupleType, Type
 from ..rules import VJP, NoDerivative
 from .adjoint import prune
-from .rule_templates import Template, alias_pattern
+from .rule_templates import Template, alias_pattern, attributes_key
 
 
 def op_backward(sweep, binding, msg) -> None:
@@ -55,12 +54,9 @@ def op_backward(sweep, binding, msg) -> None:
 
 def _key(op, attrs, out, msg, olds, args, relevant) -> tuple | None:
     """What the expansion of this call's rule depends on (see rule_templates.py)."""
-    if attrs:
-        ak = attrs_key(attrs)
-        if ak is None:
-            return None
-    else:
-        ak = ()
+    ak = attributes_key(attrs)
+    if ak is None:
+        return None
     n = len(args)
     if n == 1:
         (a,) = args

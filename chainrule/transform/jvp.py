@@ -35,7 +35,7 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.op import Op, attrs_key
+from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
 from ..rules import JVP, NoDerivative, has_jvp
@@ -49,7 +49,7 @@ from .jvp_closures import (
     function_forward,
     has_function,
 )
-from .rule_templates import Template, alias_pattern, new_templates
+from .rule_templates import Template, alias_pattern, attributes_key, new_templates
 
 
 def jvp_type(fn: Function, wrt=None) -> FuncType:
@@ -272,12 +272,9 @@ def _key(op, attrs, new, args, tangents, nonzero) -> tuple | None:
     """What the expansion of a call's tangent depends on (see rule_templates.py): the
     op, its attributes, the types of its result, operands and non-zero tangents, which
     tangents are zero, which of these variables are the same."""
-    if attrs:
-        ak = attrs_key(attrs)
-        if ak is None:
-            return None
-    else:
-        ak = ()
+    ak = attributes_key(attrs)
+    if ak is None:
+        return None
     if len(args) == 1:
         (a,), (t,) = args, tangents  # t is not None: a tangent varies
         if type(a) is not Var or type(t) is not Var:

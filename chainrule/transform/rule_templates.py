@@ -250,6 +250,12 @@ class RuleTemplates:
         return outs
 
 
+def attributes_key(attrs: dict):
+    """The attributes' part of a key: () for none, None when one has no exact key (an
+    array: the expansion then always runs its rule)."""
+    return attrs_key(attrs) if attrs else ()
+
+
 def alias_pattern(inputs) -> tuple | None:
     """Which inputs are the same variable (None when all differ): part of a key, since a
     template refers to the first input a recorded operand was."""
