@@ -300,3 +300,22 @@ def test_bound_method_reading_class_attributes_through_self():
     np.testing.assert_allclose(g(x), want())
     assert vars(layer) == {"scale": 3.0}
     np.testing.assert_allclose(layer.doubled, Layer.W * 2)
+
+
+def test_defaults_and_slots_are_put_back_as_they_were():
+    mask = np.array([1.0, 0.0, 1.0])
+
+    class Slotted:
+        __slots__ = ("W",)
+
+        def __init__(self):
+            self.W = np.full(3, 2.0)
+
+    holder = Slotted()
+    loss = lambda x, m=mask: cnp.sum(cnp.where(m, x, -x) * holder.W)  # noqa: E731
+    f = cr.jit(loss)
+    x = np.arange(3.0)
+    assert f(x) == 2.0 * (0 - 1 + 2)
+    assert loss.__defaults__[0] is mask  # a function's defaults are its own, not its class's
+    holder.W = np.full(3, 3.0)
+    assert f(x) == 3.0 * (0 - 1 + 2) and f(x, mask) == f(x)

@@ -47,9 +47,40 @@ class _Missing(Exception):
 _INHERITED = object()
 
 
-def _own_attribute(holder, key: str) -> bool:
+def _inherited_attribute(holder, key: str) -> bool:
+    """Whether ``holder.key`` is a plain value of its class (or, for a class, of a base)
+    rather than its own: not an entry of its ``__dict__``, nor a descriptor (a
+    function's ``__defaults__``, a slot, a property) that setting goes through."""
     own = getattr(holder, "__dict__", None)
-    return own is None or key in own
+    if own is None or key in own:
+        return False
+    bases = holder.__mro__[1:] if isinstance(holder, type) else type(holder).__mro__
+    for klass in bases:
+        if key in vars(klass):
+            return not hasattr(type(vars(klass)[key]), "__get__")
+    return False
+
+
+def _slots(cls: type) -> tuple:
+    """The ``__slots__`` names of a user class and its bases (library classes: none)."""
+    if cls.__module__ == "builtins" or cls.__module__.startswith(("numpy", "chainrule.")):
+        return ()
+    names = []
+    for klass in cls.__mro__:
+        slots = vars(klass).get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else [n for n in slots if n != "__dict__"]
+    return tuple(n for n in names if n != "__weakref__")
+
+
+def _attributes(obj) -> dict:
+    """An object's own attributes: its ``__dict__`` and the slots that are set."""
+    attrs = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+    for name in _slots(type(obj)):
+        try:
+            attrs[name] = object.__getattribute__(obj, name)
+        except AttributeError:  # a slot not set
+            pass
+    return attrs
 
 
 def _class_attribute(cls: type, name: str):
@@ -116,11 +147,11 @@ class Path:
                 if value is _INHERITED:  # the stand-in shadowed a class's attribute
                     delattr(holder, key)
                     return [(self, old)]
-                own = _own_attribute(holder, key)
+                inherited = _inherited_attribute(holder, key)
                 setattr(holder, key, value)
                 if getattr(holder, key) is not value:
                     raise _Missing(self.label)
-                return [(self, old if own else _INHERITED)]
+                return [(self, _INHERITED if inherited else old)]
             if type(holder) is tuple:
                 rebuilt = holder[:key] + (value,) + holder[key + 1:]
                 return self.parent().assign(rebuilt)
@@ -285,8 +316,9 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
             inner = None
         if callable(inner):
             _visit(inner, path.child("attr", "f"), found, depth + 1, names)
-    elif hasattr(value, "__dict__") and not isinstance(value, np.generic):
-        attrs = vars(value)
+    elif (hasattr(value, "__dict__") or _slots(type(value))) and not isinstance(
+            value, np.generic):
+        attrs = _attributes(value)
         for k in list(attrs)[:MAX_ITEMS]:
             _visit(attrs[k], path.child("attr", k), found, depth + 1, names)
         if names:  # self.bias read from the class: followed through the object, so a
