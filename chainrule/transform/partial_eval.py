@@ -45,8 +45,9 @@ def partial_eval(module: Module, max_rounds: int = MAX_ROUNDS) -> Module:
     return module
 
 
-def holds_closures(fn: Function) -> bool:
-    """Whether ``fn`` defines closures or calls function values (anywhere inside)."""
+def _defines_closure_or_calls(fn: Function, calls) -> bool:
+    """Whether ``fn`` defines a closure, or makes a call whose callee ``calls`` accepts
+    (anywhere inside)."""
     stack = [fn.body]
     while stack:
         block = stack.pop()
@@ -54,7 +55,7 @@ def holds_closures(fn: Function) -> bool:
             v = b.value
             t = type(v)
             if t is Call:  # the common case first
-                if isinstance(v.callee, Var):
+                if calls(v.callee):
                     return True
                 continue
             if t is Function:
@@ -63,25 +64,17 @@ def holds_closures(fn: Function) -> bool:
     return False
 
 
+def holds_closures(fn: Function) -> bool:
+    """Whether ``fn`` defines closures or calls function values (anywhere inside)."""
+    return _defines_closure_or_calls(fn, lambda callee: isinstance(callee, Var))
+
+
 def may_inline(module: Module) -> bool:
     """Whether ``inline`` can change ``module``: a function calls a module function or
     defines a closure (anywhere inside). When not, ``inline`` returns every function as
     the same object, and a pass may skip it (one scan instead of its three)."""
-    for fn in module.functions.values():
-        stack = [fn.body]
-        while stack:
-            block = stack.pop()
-            for b in block.bindings:
-                v = b.value
-                t = type(v)
-                if t is Call:  # the common case first
-                    if type(v.callee) is not Op:
-                        return True
-                    continue
-                if t is Function:
-                    return True
-                stack.extend(nested_blocks(v))
-    return False
+    return any(_defines_closure_or_calls(fn, lambda callee: type(callee) is not Op)
+               for fn in module.functions.values())
 
 
 class PartialEval(Pass):
