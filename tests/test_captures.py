@@ -319,3 +319,52 @@ def test_defaults_and_slots_are_put_back_as_they_were():
     assert loss.__defaults__[0] is mask  # a function's defaults are its own, not its class's
     holder.W = np.full(3, 3.0)
     assert f(x) == 3.0 * (0 - 1 + 2) and f(x, mask) == f(x)
+
+
+class _PrivateSlot:
+    __slots__ = ("__w",)  # stored as _PrivateSlot__w (name mangling)
+
+    def __init__(self, w):
+        self.__w = w
+
+    def loss(self, x):
+        return cnp.sum(cnp.tanh(x * self.__w))
+
+    def set(self, w):
+        self.__w = w
+
+
+class _PrivateDict:
+    def __init__(self, w):
+        self.__w = w
+
+    def loss(self, x):
+        return cnp.sum(cnp.tanh(x * self.__w))
+
+    def set(self, w):
+        self.__w = w
+
+
+@pytest.mark.parametrize("cls", [_PrivateSlot, _PrivateDict])
+@pytest.mark.parametrize("transform", ["grad", "jit", "hvp"])
+def test_private_attributes_are_followed(cls, transform):
+    """A private ``self.__w`` (a slot or an entry of ``__dict__``, both stored under the
+    mangled name) is read at every call, like a public attribute."""
+    x, v = np.linspace(-1, 1, 3), np.array([1.0, -2.0, 0.5])
+    model = cls(np.full(3, 0.5))
+    fn = {"grad": lambda: cr.grad(model.loss), "jit": lambda: cr.jit(model.loss),
+          "hvp": lambda: (lambda x: cr.hvp(model.loss, (x,), (v,)))}[transform]()
+    w = np.full(3, 0.5)
+
+    def want():
+        t = np.tanh(x * w)
+        if transform == "jit":
+            return t.sum()
+        if transform == "grad":
+            return (1 - t**2) * w
+        return -2 * t * (1 - t**2) * w**2 * v
+
+    for scale in (0.5, -1.5, 2.0):
+        w = np.full(3, scale)
+        model.set(w)
+        np.testing.assert_allclose(fn(x), want(), rtol=1e-12)

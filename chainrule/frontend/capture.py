@@ -68,8 +68,18 @@ def _slots(cls: type) -> tuple:
     names = []
     for klass in cls.__mro__:
         slots = vars(klass).get("__slots__", ())
-        names += [slots] if isinstance(slots, str) else [n for n in slots if n != "__dict__"]
-    return tuple(n for n in names if n != "__weakref__")
+        slots = [slots] if isinstance(slots, str) else slots
+        names += [_mangled(klass, n) for n in slots if n not in ("__dict__", "__weakref__")]
+    return tuple(names)
+
+
+def _mangled(klass: type, name: str) -> str:
+    """The attribute a slot ``name`` of ``klass`` is stored as: a private ``__x`` is
+    ``_Klass__x`` (Python's name mangling), else the name itself."""
+    owner = klass.__name__.lstrip("_")
+    if name.startswith("__") and not name.endswith("__") and owner:
+        return f"_{owner}{name}"
+    return name
 
 
 def _attributes(obj) -> dict:
