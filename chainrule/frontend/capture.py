@@ -13,9 +13,11 @@ input of the compiled program (``Capture``): at every call its path is
 followed again and the current array passed in, so in-place updates and
 rebindings are both seen; a path that fails, or leads to an array of another
 shape or dtype, means the function is traced again. Python numbers stay
-compile-time constants, guarded by value (``Guard``): if one changes, the
-function is traced again. Arrays with no path (made during the call) are
-constants of the program.
+compile-time constants, guarded by value (``Guards``): if one changes, the
+function is traced again; so are the sizes (and a dict's keys) of the lists,
+tuples and dicts the code reads, which decide how many times a loop over them
+ran while tracing. Arrays with no path (made during the call) are constants of
+the program.
 
 >>> import numpy as np
 >>> def model():
@@ -34,7 +36,7 @@ import types
 import numpy as np
 
 MAX_DEPTH = 4  # object hops from a root
-MAX_ITEMS = 64  # entries of a container or attributes of an object visited
+MAX_ITEMS = 1024  # entries of a container or attributes of an object visited
 _SCALARS = (bool, int, float, complex, np.generic)
 
 
@@ -209,6 +211,7 @@ class Found:
         self.aliases: dict[int, list[Path]] = {}  # id(array) -> every path found to it
         self.values: dict[int, np.ndarray] = {}
         self.numbers: list[tuple[Path, object]] = []
+        self.layouts: list[tuple[Path, object]] = []  # lists, tuples, dicts: their layout
         self.generators: list[tuple[Path, object]] = []  # NumPy random generators
         self._seen: set[int] = set()
 
@@ -237,13 +240,49 @@ class Found:
 
     def numbers_now(self) -> list[tuple[Path, object]]:
         """The numbers as they are now (after tracing: what the program baked in)."""
-        out = []
-        for path, _ in self.numbers:
-            try:
-                out.append((path, path.fetch()))
-            except _Missing:
-                pass
-        return out
+        return _now(self.numbers, lambda value: value)
+
+    def layouts_now(self) -> list[tuple[Path, object]]:
+        """The containers' layouts as they are now (after tracing)."""
+        return _now(self.layouts, _layout)
+
+
+def _now(entries: list, read) -> list[tuple[Path, object]]:
+    out = []
+    for path, _ in entries:
+        try:
+            out.append((path, read(path.fetch())))
+        except _Missing:
+            pass
+    return out
+
+
+def _layout(container):
+    """What a loop over a container depends on: a list's or tuple's length, a dict's
+    keys in order (None for anything else: the guard then fails)."""
+    t = type(container)
+    if t is dict:
+        return tuple(container)
+    return len(container) if t is list or t is tuple else None
+
+
+# attribute steps the walk takes itself (a bound method's self, a partial's arguments,
+# a function's defaults...): the code does not name them
+_WALK_STEPS = frozenset({"__self__", "__func__", "func", "args", "keywords", "__defaults__",
+                         "__kwdefaults__", "__wrapped__", "f"})
+
+
+def _read_by_code(path: Path, names: set) -> bool:
+    """Whether the code may read the value at ``path``: its last attribute step is one the
+    code names (``self.lr``; ``self.sizes[0]``) or the walk's own, or it has none (an item
+    of a closure's or a global's container: ``flags[0]``, ``params[key]``). A number in an
+    object attribute the code never names (a step counter) is not guarded."""
+    for kind, key in reversed(path.steps):
+        if kind == "attr":
+            return key in names or key in _WALK_STEPS
+        if isinstance(key, str) and key in names:  # params["lr"]
+            return True
+    return True
 
 
 def _code_names(code) -> set[str]:
@@ -265,7 +304,9 @@ def sources(f) -> Found:
     found.names = set()
     _visit(f, Path(_const_root(f), (), getattr(f, "__name__", "f")), found, 0, None)
     found.numbers = [(path, v) for path, v in found.numbers
-                     if not path.steps or path.steps[-1][1] in found.names]
+                     if _read_by_code(path, found.names)]
+    found.layouts = [(path, v) for path, v in found.layouts
+                     if _read_by_code(path, found.names)]
     return found
 
 
@@ -313,9 +354,11 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
                 if not isinstance(attr, types.ModuleType):
                     _visit(attr, path.child("attr", name), found, depth + 1, names)
     elif t is dict:
+        found.layouts.append((path, _layout(value)))
         for k, v in list(value.items())[:MAX_ITEMS]:
             _visit(v, path.child("item", k), found, depth + 1, names)
     elif t is list or t is tuple:
+        found.layouts.append((path, _layout(value)))
         for i, v in enumerate(value[:MAX_ITEMS]):
             _visit(v, path.child("item", i), found, depth + 1, names)
     elif type(value).__module__.startswith("chainrule."):
@@ -416,12 +459,13 @@ class Guards:
     """What a compiled specialization assumed about the function's surroundings:
     its hidden inputs, and the Python numbers it baked in."""
 
-    __slots__ = ("captures", "numbers", "pinned")
+    __slots__ = ("captures", "numbers", "pinned", "layouts")
 
-    def __init__(self, captures=(), numbers=(), pinned=()):
+    def __init__(self, captures=(), numbers=(), pinned=(), layouts=()):
         self.captures = list(captures)
         self.numbers = list(numbers)
         self.pinned = list(pinned)  # (path, array): arrays whose values were baked in
+        self.layouts = list(layouts)  # (path, length or keys) of the containers read
 
     def inputs(self) -> list:
         """The current hidden inputs; raises ``Stale`` when a guard fails."""
@@ -436,12 +480,15 @@ class Guards:
                         now.dtype != value.dtype) or not np.array_equal(now, value):
                     raise Stale(f"{path.describe()} (a boolean mask used as an index) "
                                 f"changed")
+            for path, layout in self.layouts:
+                if _layout(path.fetch()) != layout:
+                    raise Stale(f"{path.describe()} changed size (or keys)")
             return [c.current() for c in self.captures]
         except _Missing as exc:
             raise Stale(f"{exc} is no longer an array of the same shape and dtype") from None
 
     def __bool__(self) -> bool:
-        return bool(self.captures or self.numbers or self.pinned)
+        return bool(self.captures or self.numbers or self.pinned or self.layouts)
 
 
 def _same_number(a, b) -> bool:

@@ -171,7 +171,7 @@ def trace_function(f, args, name: str = "main", kwargs=None,
                     captures.append(Capture(found.arrays[id(x)], x))
         fn = b.finish_function(result)
     module = Module({name: fn, **{k: v for k, v in tr.functions.items() if k != name}})
-    guards = (Guards(captures, found.numbers_now(), tr.pinned.values())
+    guards = (Guards(captures, found.numbers_now(), tr.pinned.values(), found.layouts_now())
               if found is not None else None)
     return TracedFunction(module, in_tree, out_tree, tr.lifted_values, len(leaves), guards)
 
