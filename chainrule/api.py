@@ -45,9 +45,8 @@ from .errors import (
     ConcretizationError,
     GradientError,
 )
-from .frontend.capture import Stale
+from .frontend.capture import Stale, Unrepeatable
 from .frontend.polymorphic import specs_of as _polymorphic
-from .frontend.randomness import RandomDraws
 from .frontend.specialization import (  # noqa: F401  (used by the other APIs)
     _atom_of,
     _Compiled,
@@ -141,7 +140,7 @@ class _Transform:
         types; say once why, when the reason is not Python control flow on values
         (the tape's ordinary use)."""
         self.uncompiled.add(self._signature(call))
-        if isinstance(exc, RandomDraws) and not self.warned:
+        if isinstance(exc, Unrepeatable) and not self.warned:
             self.warned = True
             warnings.warn(f"{self.__name__}: not compiled, runs uncompiled at every call "
                           f"instead: {exc}", ChainruleWarning, stacklevel=3)
@@ -168,7 +167,7 @@ class _Transform:
                         result = Allocated(result)  # fresh arrays: own() copies none
                     return entry.finish(result, args)
         call = self.bind(args, kwargs)
-        if self.on_tape is not None and self.fallback_for is not RandomDraws and any(
+        if self.on_tape is not None and self.fallback_for is not Unrepeatable and any(
                 getattr(x, "requires_grad", False) for x in call.flat()[0]):
             return self.on_tape(call)  # called on tape tensors: record on that tape
         if self.uncompiled and self._signature(call) in self.uncompiled:
@@ -351,7 +350,7 @@ def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None,
     def uncompiled(call):  # random draws compiled code cannot repeat: run f itself
         return call.fn(*call.args)
 
-    t = _Transform(f, build, "jit", uncompiled, fallback_for=RandomDraws, statics=statics)
+    t = _Transform(f, build, "jit", uncompiled, fallback_for=Unrepeatable, statics=statics)
     t.poly = _polymorphic(f, polymorphic_shapes, "jit")
     t.module = lambda *args, **kwargs: t.specialize(t.bind(args, kwargs))[0].module
     t.source = lambda *args, **kwargs: _source_of(t.specialize(t.bind(args, kwargs))[0])

@@ -6,8 +6,11 @@ which runs the Python code at every call, does."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+from test_captures import Counter
 
 import chainrule as cr
 import chainrule.numpy as cnp
@@ -103,14 +106,104 @@ def test_a_counter_the_code_never_names_does_not_trace_again():
             self.history = []
 
         def loss(self, x):
-            traces.append(1)
+            seen.tick()
             return cnp.sum(cnp.tanh(x * self.W))
 
-    traces = []
+    seen = Counter()
     model = Model()
     g = cr.grad(model.loss)
     for _ in range(5):
         g(X)
         model.step += 1
         model.history.append(model.step)
-    assert len(traces) == 1
+    assert seen.traces == 1
+
+
+class Model:
+    def __init__(self):
+        self.W = np.full(4, 0.5)
+        self.calls = 0
+        self.layers = (self.W,)
+
+    def counting_loss(self, x):
+        self.calls += 1  # a number the function reads and changes
+        return cnp.sum(cnp.tanh(x * self.W)) * self.calls
+
+    def growing_loss(self, x):
+        self.layers = self.layers + (self.W,)  # rebinds what it reads
+        return _sum_of_products(x, self.layers)
+
+    def doubling_loss(self, x):
+        self.W = self.W * 2.0
+        return cnp.sum(cnp.tanh(x * self.W))
+
+
+def _run_uncompiled(model, method: str, kind: str, calls: int = 3) -> list:
+    """What each call returns (grad and jit: and the warning that it runs uncompiled;
+    ``cr.hvp`` called on a function runs it uncompiled without one)."""
+    fn = TRANSFORMS[kind](getattr(model, method))
+    with _uncompiled_warning(kind):
+        return [fn(X) for _ in range(calls)]
+
+
+def _uncompiled_warning(kind: str):
+    if kind == "hvp":
+        return warnings.catch_warnings(action="ignore")
+    return pytest.warns(cr.errors.ChainruleWarning, match="runs uncompiled")
+
+
+@pytest.mark.parametrize("kind", sorted(TRANSFORMS))
+def test_a_function_that_changes_what_it_reads_runs_as_python_would(kind):
+    """``self.calls += 1``, ``self.layers = self.layers + ...`` and ``self.W = self.W * 2``
+    inside the function: every call sees the state the previous call left, once per call
+    (tracing's own change is put back), as autograd gives; compiled code would have
+    baked in the state after the first call."""
+    model = Model()
+    got = _run_uncompiled(model, "counting_loss", kind)
+    for k, value in enumerate(got, start=1):
+        np.testing.assert_allclose(value, k * _want(kind, [model.W]), rtol=1e-12)
+    assert model.calls == 3
+
+    model = Model()
+    got = _run_uncompiled(model, "growing_loss", kind)
+    for k, value in enumerate(got, start=2):
+        np.testing.assert_allclose(value, _want(kind, [model.W] * k), rtol=1e-12)
+    assert len(model.layers) == 4
+
+    model = Model()
+    w0 = model.W
+    got = _run_uncompiled(model, "doubling_loss", kind)
+    for k, value in enumerate(got, start=1):
+        np.testing.assert_allclose(value, _want(kind, [w0 * 2.0**k]), rtol=1e-12)
+    np.testing.assert_allclose(model.W, w0 * 8.0)
+
+
+@pytest.mark.parametrize("kind", sorted(TRANSFORMS))
+def test_python_random_draws_at_every_call(kind):
+    import random
+
+    w = np.full(4, 0.5)
+    fn = TRANSFORMS[kind](lambda x: cnp.sum(cnp.tanh(x * w)) * random.random())
+    with _uncompiled_warning(kind):
+        random.seed(7)
+        got = [fn(X) for _ in range(3)]
+    random.seed(7)
+    for value in got:
+        np.testing.assert_allclose(value, random.random() * _want(kind, [w]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("container", ["defaultdict", "OrderedDict", "deque", "list subclass"])
+def test_containers_of_other_types_are_followed(container):
+    from collections import OrderedDict, defaultdict, deque
+
+    class Weights(list):
+        pass
+
+    make = {"defaultdict": lambda w: defaultdict(list, {0: w}),
+            "OrderedDict": lambda w: OrderedDict({0: w}),
+            "deque": lambda w: deque([w]), "list subclass": lambda w: Weights([w])}[container]
+    holder = make(np.full(4, 0.5))
+    g = cr.grad(lambda x: cnp.sum(cnp.tanh(x * holder[0])))
+    g(X)
+    holder[0] = np.full(4, -2.0)
+    np.testing.assert_allclose(g(X), _want("grad", [holder[0]]), rtol=1e-12)

@@ -30,14 +30,20 @@ the program.
 
 from __future__ import annotations
 
+import collections
 import functools
+import itertools
+import random
 import types
 
 import numpy as np
 
+from ..errors import ConcretizationError
+
 MAX_DEPTH = 4  # object hops from a root
 MAX_ITEMS = 1024  # entries of a container or attributes of an object visited
 _SCALARS = (bool, int, float, complex, np.generic)
+_SEQUENCES = (list, tuple, collections.deque)
 
 
 class _Missing(Exception):
@@ -143,33 +149,33 @@ class Path:
 
     def assign(self, value) -> list:
         """Put ``value`` where the path leads (a tuple on the way is rebuilt and put
-        in its parent's place); returns what undoes it, as (path, old value) pairs
-        to assign in order. Raises ``_Missing`` where that cannot be done."""
+        in its parent's place); returns what undoes it, as (path, old value, value
+        put) triples to assign in order. Raises ``_Missing`` where that cannot be done."""
         try:
             if not self.steps:
                 if self.root.set is None:
                     raise _Missing(self.label)
                 old = self.root.get()
                 self.root.set(value)
-                return [(self, old)]
+                return [(self, old, value)]
             holder = self.parent().fetch()
             kind, key = self.steps[-1]
             if kind == "attr":
                 old = getattr(holder, key)
                 if value is _INHERITED:  # the stand-in shadowed a class's attribute
                     delattr(holder, key)
-                    return [(self, old)]
+                    return [(self, old, value)]
                 inherited = _inherited_attribute(holder, key)
                 setattr(holder, key, value)
                 if getattr(holder, key) is not value:
                     raise _Missing(self.label)
-                return [(self, _INHERITED if inherited else old)]
+                return [(self, _INHERITED if inherited else old, value)]
             if type(holder) is tuple:
                 rebuilt = holder[:key] + (value,) + holder[key + 1:]
                 return self.parent().assign(rebuilt)
             old = holder[key]
             holder[key] = value
-            return [(self, old)]
+            return [(self, old, value)]
         except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
             raise _Missing(self.label) from exc
 
@@ -212,6 +218,7 @@ class Found:
         self.values: dict[int, np.ndarray] = {}
         self.numbers: list[tuple[Path, object]] = []
         self.layouts: list[tuple[Path, object]] = []  # lists, tuples, dicts: their layout
+        self.contents: dict[int, tuple] = {}  # id(path of a list or dict) -> (it, a copy)
         self.generators: list[tuple[Path, object]] = []  # NumPy random generators
         self._seen: set[int] = set()
 
@@ -231,12 +238,24 @@ class Found:
         return undo
 
     @staticmethod
-    def restore(undo: list) -> None:
-        for path, old in reversed(undo):
+    def restore(undo: list) -> list[str]:
+        """Put back what ``swap`` replaced; returns the places the function itself
+        rebound meanwhile (``self.W = self.W * 2``): put back too, so that running it
+        again starts from the state before the call."""
+        placed = {path.label: (path, value) for path, _, value in undo}
+        rebound = []
+        for path, value in placed.values():
+            try:
+                if value is not _INHERITED and path.fetch() is not value:
+                    rebound.append(path.describe())
+            except _Missing:
+                rebound.append(path.describe())
+        for path, old, _ in reversed(undo):
             try:
                 path.assign(old)
             except _Missing:
                 pass
+        return rebound
 
     def numbers_now(self) -> list[tuple[Path, object]]:
         """The numbers as they are now (after tracing: what the program baked in)."""
@@ -245,6 +264,40 @@ class Found:
     def layouts_now(self) -> list[tuple[Path, object]]:
         """The containers' layouts as they are now (after tracing)."""
         return _now(self.layouts, _layout)
+
+    def check_unchanged(self, name: str, rebound=()) -> None:
+        """Raise ``Unrepeatable`` when tracing changed a number or a container's layout
+        the function reads (``calls[0] += 1``, ``history.append(...)``): compiled code
+        would bake in the value after one call and never change it again. What tracing
+        changed is put back first, so the uncompiled run changes it once, as a call does."""
+        changed = []
+        for found_before, now, same in ((self.numbers, self.numbers_now(), _same_number),
+                                        (self.layouts, self.layouts_now(), _equal)):
+            before = {id(path): value for path, value in found_before}
+            changed += [(path, before[id(path)], value) for path, value in now
+                        if id(path) in before and not same(value, before[id(path)])]
+        if not changed and not rebound:
+            return
+        for path, old, _ in reversed(changed):
+            self._put_back(path, old)
+        what = (f"{changed[0][0].describe()} (from {changed[0][1]!r:.40} to "
+                f"{changed[0][2]!r:.40})" if changed else f"{rebound[0]} (rebinds it)")
+        raise Unrepeatable(
+            f"{name} changes {what}, which it reads, while it runs: compiled code would "
+            f"not repeat that; keep such state out of what the function reads, or pass it "
+            f"as an argument")
+
+    def _put_back(self, path: Path, old) -> None:
+        if id(path) in self.contents:  # a container: itself, with its entries as they were
+            old, copy = self.contents[id(path)]
+            if not isinstance(old, tuple):
+                old.clear()
+                (old.update if isinstance(old, dict) else old.extend)(copy)
+        try:
+            if path.fetch() is not old:
+                path.assign(old)
+        except _Missing:
+            pass
 
 
 def _now(entries: list, read) -> list[tuple[Path, object]]:
@@ -257,13 +310,16 @@ def _now(entries: list, read) -> list[tuple[Path, object]]:
     return out
 
 
+def _equal(a, b) -> bool:
+    return a == b
+
+
 def _layout(container):
     """What a loop over a container depends on: a list's or tuple's length, a dict's
     keys in order (None for anything else: the guard then fails)."""
-    t = type(container)
-    if t is dict:
+    if isinstance(container, dict):
         return tuple(container)
-    return len(container) if t is list or t is tuple else None
+    return len(container) if isinstance(container, _SEQUENCES) else None
 
 
 # attribute steps the walk takes itself (a bound method's self, a partial's arguments,
@@ -321,7 +377,7 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
                                        and all(isinstance(v, _SCALARS) for v in value)):
         found.numbers.append((path, value))
         return
-    if isinstance(value, (np.random.RandomState, np.random.Generator)):
+    if isinstance(value, (np.random.RandomState, np.random.Generator, random.Random)):
         if all(g is not value for _, g in found.generators):
             found.generators.append((path, value))
         return
@@ -353,13 +409,15 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
                 attr = vars(value)[name]
                 if not isinstance(attr, types.ModuleType):
                     _visit(attr, path.child("attr", name), found, depth + 1, names)
-    elif t is dict:
+    elif isinstance(value, dict):  # and OrderedDict, defaultdict, ...
         found.layouts.append((path, _layout(value)))
+        found.contents[id(path)] = (value, dict(value))
         for k, v in list(value.items())[:MAX_ITEMS]:
             _visit(v, path.child("item", k), found, depth + 1, names)
-    elif t is list or t is tuple:
+    elif isinstance(value, _SEQUENCES):  # and their subclasses (a namedtuple)
         found.layouts.append((path, _layout(value)))
-        for i, v in enumerate(value[:MAX_ITEMS]):
+        found.contents[id(path)] = (value, value if isinstance(value, tuple) else list(value))
+        for i, v in enumerate(itertools.islice(value, MAX_ITEMS)):
             _visit(v, path.child("item", i), found, depth + 1, names)
     elif type(value).__module__.startswith("chainrule."):
         # a transformed function (grad(f), jit(f), ...): what matters is the user's f
@@ -497,6 +555,13 @@ def _same_number(a, b) -> bool:
     if a != a and b != b:  # both NaN
         return True
     return a == b and (not isinstance(a, float) or np.signbit(a) == np.signbit(b))
+
+
+class Unrepeatable(ConcretizationError):
+    """The function does, while it runs, what compiled code cannot repeat at every call:
+    it draws random numbers in a way the program cannot (``randomness.RandomDraws``), or
+    changes a Python value (or a container's size) it reads. The API then runs it
+    uncompiled at every call, as the Python function itself would run."""
 
 
 class Stale(Exception):

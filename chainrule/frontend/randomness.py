@@ -25,15 +25,17 @@ False
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
-from ..errors import ConcretizationError, TraceError
+from ..errors import TraceError
 from ..ir.op import is_dispatched
 from ..ops import random as rops
-from .capture import Path
+from .capture import Path, Unrepeatable
 
 
-class RandomDraws(ConcretizationError):
+class RandomDraws(Unrepeatable):
     """The function drew random numbers in a way the compiled program cannot repeat
     at every call (the API then runs it uncompiled, as for Python control flow on
     values)."""
@@ -170,6 +172,8 @@ _GLOBAL_FUNCTIONS = ("randn", "rand", "random", "random_sample", "standard_norma
 
 
 def _state(gen):
+    if isinstance(gen, random.Random):  # Python's own: never a stand-in, only watched
+        return gen.getstate()
     if isinstance(gen, np.random.RandomState):
         return gen.get_state(legacy=False)
     return gen.bit_generator.state
@@ -201,7 +205,12 @@ class Stand_ins:  # noqa: N801
 
         self.before = [(gen, _state(gen)) for gen in self._generators()]
         self.before.append((np.random.mtrand._rand, _state(np.random.mtrand._rand)))
+        # Python's random module (its functions share one hidden generator) draws Python
+        # numbers the program would bake in: a draw is caught by the state's change
+        self.before.append((random._inst, _state(random._inst)))
         for path, gen in self.found.generators:
+            if isinstance(gen, random.Random):
+                continue
             stand_in = TracingGenerator(self.trace, source_index(_PathSource(path)),
                                         isinstance(gen, np.random.RandomState))
             try:
@@ -227,7 +236,8 @@ class Stand_ins:  # noqa: N801
         if exc[0] is None and changed:
             raise RandomDraws("the function drew random numbers in a way chainrule cannot "
                               "repeat at every call of compiled code (through a generator it "
-                              "could not find, or np.random.seed inside the function)")
+                              "could not find, Python's random module, or np.random.seed "
+                              "inside the function)")
         return False
 
     def _generators(self):
@@ -235,7 +245,9 @@ class Stand_ins:  # noqa: N801
 
 
 def _set_state(gen, state) -> None:
-    if isinstance(gen, np.random.RandomState):
+    if isinstance(gen, random.Random):
+        gen.setstate(state)
+    elif isinstance(gen, np.random.RandomState):
         gen.set_state(state)
     else:
         gen.bit_generator.state = state

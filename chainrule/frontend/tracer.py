@@ -145,6 +145,7 @@ def trace_function(f, args, name: str = "main", kwargs=None,
         # the arrays f reads from outside its arguments are traced values while it
         # runs (put back afterwards), so whatever it computes from them is traced too
         undo = found.swap(lambda x, path: tr.wrap(tr.capture(x, path))) if found else []
+        rebound = []
         try:
             if found is not None:  # and its random generators emit draws (randomness.py)
                 with Stand_ins(tr, found):
@@ -157,7 +158,7 @@ def trace_function(f, args, name: str = "main", kwargs=None,
                              f"that does not depend on them") from None
         finally:
             if undo:
-                found.restore(undo)
+                rebound = found.restore(undo)
         out_leaves, out_tree = flatten(out)
         atoms = [tr.atom(x) for x in out_leaves]
         result = atoms[0] if len(atoms) == 1 and out_tree.kind is None else Tuple(atoms)
@@ -171,6 +172,8 @@ def trace_function(f, args, name: str = "main", kwargs=None,
                     captures.append(Capture(found.arrays[id(x)], x))
         fn = b.finish_function(result)
     module = Module({name: fn, **{k: v for k, v in tr.functions.items() if k != name}})
+    if found is not None:
+        found.check_unchanged(getattr(f, "__name__", "the function"), rebound)
     guards = (Guards(captures, found.numbers_now(), tr.pinned.values(), found.layouts_now())
               if found is not None else None)
     return TracedFunction(module, in_tree, out_tree, tr.lifted_values, len(leaves), guards)
