@@ -35,7 +35,9 @@ import numpy as np
 
 from . import custom_closure
 from .checks import check_callable
+from .emit.trace import _TRACE_STACK
 from .errors import ChainruleError, GradientError, TransposeError, TypeInferenceError
+from .frontend.capture import sources
 from .ir.op import REQUIRED, is_dispatched
 from .ir.types import TupleType
 from .ops.common import define
@@ -43,6 +45,25 @@ from .rules.registry import JVP, VJP, NoDerivative
 from .tree import flatten, unflatten
 
 _ids = itertools.count()
+
+
+def _guard_rule_reads(rule) -> None:
+    """Guard what a user's rule (``bwd``, a ``defjvp`` rule) reads from outside its
+    arguments. The rule is traced when the program is differentiated, after the
+    function's own trace, so the arrays and numbers it reads are baked into the
+    derivative program: every trace that follows what it reads pins them (their values
+    checked at every call; a change, in place or by rebinding, traces again)."""
+    traces = [t for t in _TRACE_STACK if t.sources is not None]
+    if not traces:
+        return
+    originals = {k: x for t in traces for k, x in t.sources.stand_ins.items()}
+    found = sources(rule, originals)
+    for key, path in found.arrays.items():
+        for t in traces:
+            t.pinned.setdefault(key, (path, found.values[key].copy()))
+    for t in traces:
+        t.sources.numbers.extend(found.numbers)
+        t.sources.layouts.extend(found.layouts)
 
 
 def _shape_dtype(x):
@@ -241,6 +262,7 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
     def _call_traced(self, args, nondiff, leaves, in_tree):
         if not hasattr(self, "fwd"):
             raise ChainruleError(f"{self.name}: call defvjp(fwd, bwd) before using it")
+        _guard_rule_reads(self.bwd)
         start = custom_closure.mark(leaves)
         self._in_fwd += 1  # fwd may call the function itself (JAX's examples do): the primal
         try:
@@ -335,6 +357,7 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
         if not hasattr(self, "rule"):
             raise ChainruleError(f"{self.name}: define its rule with @{self.name}.defjvp "
                                  f"before using it")
+        _guard_rule_reads(self.rule)
         start = custom_closure.mark(leaves)
         out = self.fun(*args)
         out_leaves, out_tree = flatten(out)

@@ -219,6 +219,7 @@ class Found:
         self.numbers: list[tuple[Path, object]] = []
         self.layouts: list[tuple[Path, object]] = []  # lists, tuples, dicts: their layout
         self.contents: dict[int, tuple] = {}  # id(path of a list or dict) -> (it, a copy)
+        self.stand_ins: dict[int, np.ndarray] = {}  # id(stand-in put by swap) -> the array
         self.generators: list[tuple[Path, object]] = []  # NumPy random generators
         self._seen: set[int] = set()
 
@@ -230,6 +231,7 @@ class Found:
         undo = []
         for key, paths in self.aliases.items():
             value = placeholder(self.values[key], self.arrays[key])
+            self.stand_ins[id(value)] = self.values[key]
             for path in paths:
                 try:
                     undo.extend(path.assign(value))
@@ -353,11 +355,14 @@ def _code_names(code) -> set[str]:
     return names
 
 
-def sources(f) -> Found:
+def sources(f, originals=None) -> Found:
     """Every array ``f`` can reach from outside its arguments, and every number its
-    code reads (by a name, an attribute or a key the code mentions), with a path."""
+    code reads (by a name, an attribute or a key the code mentions), with a path.
+    ``originals`` maps the id of a traced stand-in (put in place of an array while a
+    function is traced) to that array, so a walk made during tracing sees the arrays."""
     found = Found()
     found.names = set()
+    found.originals = originals or {}
     _visit(f, Path(_const_root(f), (), getattr(f, "__name__", "f")), found, 0, None)
     found.numbers = [(path, v) for path, v in found.numbers
                      if _read_by_code(path, found.names)]
@@ -367,6 +372,7 @@ def sources(f) -> Found:
 
 
 def _visit(value, path: Path, found: Found, depth: int, names) -> None:
+    value = found.originals.get(id(value), value)
     t = type(value)
     if t is np.ndarray:
         found.arrays.setdefault(id(value), path)
@@ -536,8 +542,9 @@ class Guards:
                 now = path.fetch()
                 if type(now) is not np.ndarray or now.shape != value.shape or (
                         now.dtype != value.dtype) or not np.array_equal(now, value):
-                    raise Stale(f"{path.describe()} (a boolean mask used as an index) "
-                                f"changed")
+                    raise Stale(f"{path.describe()} (an array whose values were baked in: "
+                                f"a boolean mask used as an index, or read by a custom "
+                                f"rule) changed")
             for path, layout in self.layouts:
                 if _layout(path.fetch()) != layout:
                     raise Stale(f"{path.describe()} changed size (or keys)")
