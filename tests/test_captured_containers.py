@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
-from test_captures import Counter
+from trace_counter import Counter
 
 import chainrule as cr
 import chainrule.numpy as cnp
@@ -207,3 +207,25 @@ def test_containers_of_other_types_are_followed(container):
     g(X)
     holder[0] = np.full(4, -2.0)
     np.testing.assert_allclose(g(X), _want("grad", [holder[0]]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["grad", "jit"])
+def test_a_side_effect_the_result_does_not_depend_on_stays_compiled(kind):
+    """``calls.append(1)`` (JAX's way of counting traces) and a cache filled on the first
+    call change what the function reads, but a second trace from the changed state
+    makes the same program: compiled, the effect made once, as JAX does."""
+    calls, cache = [], {}
+    w = np.full(4, 0.5)
+
+    def loss(x):
+        calls.append(1)
+        if "scale" not in cache:
+            cache["scale"] = 2.0
+        return cnp.sum(cnp.tanh(x * w)) * cache["scale"]
+
+    f = TRANSFORMS[kind](loss)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "runs uncompiled"
+        for _ in range(3):
+            np.testing.assert_allclose(f(X), 2.0 * _want(kind, [w]), rtol=1e-12)
+    assert len(calls) == 1 and cache == {"scale": 2.0}

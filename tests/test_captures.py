@@ -4,10 +4,9 @@ numbers it reads are baked in and guarded by value (a change traces again)."""
 
 from __future__ import annotations
 
-import array
-
 import numpy as np
 import pytest
+from trace_counter import Counter
 
 import chainrule as cr
 import chainrule.numpy as cnp
@@ -30,22 +29,6 @@ def _expected(kind, W, x):
     dd = -2 * t * (1 - t * t) * W ** 3
     return {"grad": d, "value_and_grad": d, "vjp": d, "jit": np.sum(t * W), "hvp": dd,
             "jvp": np.sum(d), "hessian": np.diag(dd)}[kind]
-
-
-class Counter:
-    """Counts traces. Its count is not state the traced function reads (an
-    ``array.array`` is not followed): a function that changes a number it reads runs
-    uncompiled at every call (see test_captured_containers.py)."""
-
-    def __init__(self):
-        self._count = array.array("q", [0])
-
-    def tick(self) -> None:
-        self._count[0] += 1
-
-    @property
-    def traces(self) -> int:
-        return self._count[0]
 
 
 @pytest.mark.parametrize("kind", sorted(TRANSFORMS))

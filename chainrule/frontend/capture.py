@@ -267,11 +267,10 @@ class Found:
         """The containers' layouts as they are now (after tracing)."""
         return _now(self.layouts, _layout)
 
-    def check_unchanged(self, name: str, rebound=()) -> None:
-        """Raise ``Unrepeatable`` when tracing changed a number or a container's layout
-        the function reads (``calls[0] += 1``, ``history.append(...)``): compiled code
-        would bake in the value after one call and never change it again. What tracing
-        changed is put back first, so the uncompiled run changes it once, as a call does."""
+    def effects(self, name: str, rebound=()) -> Effects | None:
+        """What tracing changed of the numbers and containers the function reads
+        (``calls[0] += 1``, ``history.append(...)``) or rebound where it found arrays
+        (``self.W = self.W * 2``); None when nothing."""
         changed = []
         for found_before, now, same in ((self.numbers, self.numbers_now(), _same_number),
                                         (self.layouts, self.layouts_now(), _equal)):
@@ -279,15 +278,15 @@ class Found:
             changed += [(path, before[id(path)], value) for path, value in now
                         if id(path) in before and not same(value, before[id(path)])]
         if not changed and not rebound:
-            return
-        for path, old, _ in reversed(changed):
-            self._put_back(path, old)
+            return None
         what = (f"{changed[0][0].describe()} (from {changed[0][1]!r:.40} to "
                 f"{changed[0][2]!r:.40})" if changed else f"{rebound[0]} (rebinds it)")
-        raise Unrepeatable(
-            f"{name} changes {what}, which it reads, while it runs: compiled code would "
-            f"not repeat that; keep such state out of what the function reads, or pass it "
-            f"as an argument")
+        error = Unrepeatable(
+            f"{name} changes {what}, which it reads, while it runs, and what it computes "
+            f"depends on it: compiled code would not repeat that; keep such state out of "
+            f"what the function reads, or pass it as an argument")
+        return Effects(error, bool(rebound),
+                       lambda: [self._put_back(path, old) for path, old, _ in reversed(changed)])
 
     def _put_back(self, path: Path, old) -> None:
         if id(path) in self.contents:  # a container: itself, with its entries as they were
@@ -569,6 +568,20 @@ class Unrepeatable(ConcretizationError):
     it draws random numbers in a way the program cannot (``randomness.RandomDraws``), or
     changes a Python value (or a container's size) it reads. The API then runs it
     uncompiled at every call, as the Python function itself would run."""
+
+
+class Effects:
+    """What a trace changed of the function's surroundings (``Found.effects``): the
+    error to raise if compiled code cannot stand for the function, whether it rebound
+    an array's place (then it never can: the next call must read the new value), and
+    how to put the numbers and containers back as they were before the trace."""
+
+    __slots__ = ("error", "rebound", "put_back")
+
+    def __init__(self, error: Unrepeatable, rebound: bool, put_back):
+        self.error = error
+        self.rebound = rebound
+        self.put_back = put_back
 
 
 class Stale(Exception):

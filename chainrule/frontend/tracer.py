@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 
 import numpy as np
 
@@ -112,7 +113,45 @@ def trace_function(f, args, name: str = "main", kwargs=None,
     """Trace ``f(*args)``; one parameter per leaf of the argument pytree. With
     ``capture``, arrays ``f`` reads from outside its arguments become hidden
     parameters after the lifted ones (see ``frontend.capture``). ``leaf_types``
-    gives some leaves a type of their own (symbolic shapes: ``frontend.polymorphic``)."""
+    gives some leaves a type of their own (symbolic shapes: ``frontend.polymorphic``).
+
+    A function that changes what it reads while it runs (``calls.append(1)``,
+    ``self.n += 1``) is traced a second time, from the state the first left (as a
+    second call would start): when both programs are the same, what it computes does
+    not depend on that state, and the program stands for it (the state changed once,
+    as by one call; compiled code does not change it again, as in JAX); otherwise
+    ``Unrepeatable`` is raised (the API then runs it uncompiled at every call, as
+    autograd would), as it is for a function that rebinds a place it read an array
+    from."""
+    first = _trace_function(f, args, name, kwargs, capture, leaf_types)
+    effects = first.effects
+    if effects is None:
+        return first
+    if not effects.rebound:
+        second = _trace_function(f, args, name, kwargs, capture, leaf_types)
+        if second.effects is not None:
+            second.effects.put_back()  # as after one call
+        if not (second.effects is not None and second.effects.rebound) and _same_program(
+                first, second):
+            return first
+    effects.put_back()
+    raise effects.error
+
+
+def _same_program(a: TracedFunction, b: TracedFunction) -> bool:
+    """Whether two traces of one function made the same program: the same text (the
+    constants' values included), up to the numbering of custom functions' structures
+    (each trace registers its own, ``custom.py``)."""
+    def text(t):
+        return _STRUCTURE_INDEX.sub("structure=_", str(t.module))
+
+    return a.out_tree == b.out_tree and text(a) == text(b)
+
+
+_STRUCTURE_INDEX = re.compile(r"structure=\d+")
+
+
+def _trace_function(f, args, name, kwargs, capture, leaf_types) -> TracedFunction:
     kwargs = kwargs or {}
     _check_call(f, args, kwargs)
     found = sources(f) if capture else None
@@ -172,11 +211,12 @@ def trace_function(f, args, name: str = "main", kwargs=None,
                     captures.append(Capture(found.arrays[id(x)], x))
         fn = b.finish_function(result)
     module = Module({name: fn, **{k: v for k, v in tr.functions.items() if k != name}})
-    if found is not None:
-        found.check_unchanged(getattr(f, "__name__", "the function"), rebound)
     guards = (Guards(captures, found.numbers_now(), tr.pinned.values(), found.layouts_now())
               if found is not None else None)
-    return TracedFunction(module, in_tree, out_tree, tr.lifted_values, len(leaves), guards)
+    traced = TracedFunction(module, in_tree, out_tree, tr.lifted_values, len(leaves), guards)
+    traced.effects = found.effects(getattr(f, "__name__", "the function"), rebound) if (
+        found is not None) else None
+    return traced
 
 
 def _identifier(name: str) -> str:
