@@ -244,3 +244,24 @@ def test_check_grads_sees_the_imaginary_part():
     check_grads(right, (np.array([1.0, 2.0]),), order=1, modes=("rev",))
     check_grads(lambda z: cnp.conj(z) * z * z, (np.array([1 + 2j, 0.5 - 1j]),), order=2,
                 modes=("fwd", "rev"))
+
+
+def test_real_and_imag_are_attributes_as_in_numpy():
+    """``z.real`` / ``z.imag`` are attributes of an array (not methods), on traced values,
+    tape tensors and in ``@script``; their derivatives are JAX's."""
+    x = np.array([0.5, -1.0, 2.0, 0.25])
+    f = lambda x: cnp.sum(cnp.fft.rfft(x).imag * 2.0) + cnp.sum((x * (1 + 1j)).real)  # noqa: E731
+    want = lambda x: np.sum(np.fft.rfft(x).imag * 2.0) + np.sum((x * (1 + 1j)).real)  # noqa: E731
+    eps = 1e-6
+    fd = np.array([(want(x + eps * e) - want(x - eps * e)) / (2 * eps) for e in np.eye(4)])
+    np.testing.assert_allclose(cr.grad(f)(x), fd, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(cr.jit(f)(x), want(x), rtol=1e-12)
+    z = tape.tensor(np.array([1.0 + 2.0j, -0.5j]), requires_grad=True)
+    np.testing.assert_array_equal(z.real.value(), [1.0, 0.0])
+    np.testing.assert_array_equal(z.imag.value(), [2.0, -0.5])
+    np.testing.assert_allclose(cr.grad(_script_real_part)(x), 3.0 * np.ones(4))
+
+
+@cr.script
+def _script_real_part(x):
+    return cnp.sum(x.real * 3.0 + x.imag)

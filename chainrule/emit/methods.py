@@ -55,6 +55,14 @@ class ArrayMethods:
     def T(self):  # noqa: N802
         return ops.permute_dims(self)
 
+    @property
+    def real(self):  # an attribute in NumPy (x.real), not a method
+        return ops.real(self)
+
+    @property
+    def imag(self):
+        return ops.imag(self)
+
     def __len__(self) -> int:
         if not self.shape:
             raise TraceError("len() of a 0-d array")

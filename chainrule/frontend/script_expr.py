@@ -36,7 +36,7 @@ BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
 CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
           ast.Eq: operator.eq, ast.NotEq: operator.ne}
-PROPERTIES = {"shape", "ndim", "size", "dtype", "T"}
+PROPERTIES = {"shape", "ndim", "size", "dtype", "T", "real", "imag"}
 BUILTINS = {"len", "abs", "min", "max", "float", "int", "bool", "range"}
 NAMED_CONSTRUCTS = {
     "Try": "`try`", "TryStar": "`try`", "With": "`with`", "AsyncWith": "`async with`",

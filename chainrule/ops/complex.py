@@ -58,10 +58,10 @@ def _angle_kernel(x):
 
 
 real = define("real", _part_type("real"), _real_kernel, linear="all",
-              namespace=("real",), methods=("real",), **_FACTS,
+              namespace=("real",), **_FACTS,  # x.real: a property (emit/methods.py)
               doc="The real part (of a real array: itself)")
 imag = define("imag", _part_type("imag"), _imag_kernel, linear="all",
-              namespace=("imag",), methods=("imag",), **_FACTS,
+              namespace=("imag",), **_FACTS,
               doc="The imaginary part (of a real array: zeros)")
 conj = define("conj", lambda types, attrs: tensor_types("conj", types)[0], np.conj,
               emit=templates.ufunc_unary("conj"), linear="all",
