@@ -10,6 +10,8 @@ compiles slowly, so few distinct kernels are compiled (one cache directory per r
 from __future__ import annotations
 
 import os
+import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule.backend import numba_backend as nb
 from chainrule.backend.numba_loops import Refused, loop_source
+from chainrule.backend.numba_products import fill
 
 needs_numba = pytest.mark.skipif(not nb.available(),
                                  reason="numba is not installed (pip install chainrule[fast])")
@@ -93,6 +96,8 @@ def test_hvp_equals_numpy_code(numba_on):
     assert "def main(a0, a1, a2):" in source
     # the vectorizable tanh; residuals popped as views (no push follows a pop here)
     assert "vm.tanh(" in source and ".copy()" not in source.split("whole program")[1]
+    # the residuals and the merged products' halves made element by element, in place
+    assert re.search(r"\] = vm\.tanh\(v\d+\[v\d+, v\d+\]\)", source)
     nb.use_numba(False)
     ref = cr.jit(lambda x, v: cr.hvp(lambda x: loss(w, x), (x,), (v,)),
                  eager_compile=True)(x, v)
@@ -117,3 +122,25 @@ def test_a_program_without_loops_is_not_taken():
     g = cr.jit(cr.grad(lambda w, x: cnp.sum(cnp.tanh(x @ w))))
     with pytest.raises(Refused, match="no loop"):
         loop_source(g.module(w, x), "main")
+
+
+def _filled(text: str, shapes: dict) -> list:
+    lines, names = [], iter(f"i{k}" for k in range(9))
+    w = SimpleNamespace(shapes=shapes, fresh=lambda: next(names),
+                        out=lambda depth, line: lines.append("    " * depth + line))
+    var = SimpleNamespace(type=SimpleNamespace(shape=(4, 6)))
+    fill(w, "b", "4 + ", "b[4:]", var, text, 0)
+    return lines
+
+
+def test_a_write_into_a_buffer_is_an_element_loop_only_when_elementwise():
+    """Arithmetic and vm calls on arrays of the destination's shape and scalars: loops
+    writing in place; np's ufuncs, **, broadcast or unknown operands: the array
+    expression (numba's temporary and copy)."""
+    shapes = {"v1": (4, 6), "v2": (4, 6), "v3": (), "v4": (6,)}
+    assert _filled("(v1 * -0.01) * (1.0 - vm.tanh(v2 * v3))", shapes) == [
+        "for i0 in range(4):", "    for i1 in range(6):",
+        "        b[4 + i0, i1] = (v1[i0, i1] * -0.01) * (1.0 - vm.tanh(v2[i0, i1] * v3))"]
+    for text in ("np.sin(v1) * v2", "v1 ** 2.0", "v1 + v4", "v1 + v9", "v1 + k0",
+                 "np.float64(inf) * v1"):
+        assert _filled(text, shapes) == [f"b[4:] = {text}"], text

@@ -67,11 +67,13 @@ from ..ir.op import Op
 from ..ir.types import ListType, TensorType, TupleType
 from ..transform.loop_batching import counted_down
 from .numba_products import (
+    HELPERS,
     Refused,
     contract,
     contracted_pushes,
     plan_pairs,
     plan_rows,
+    record_shapes,
     write_half,
     write_in_row,
 )
@@ -96,50 +98,6 @@ _MAX_RECOMPUTE = 80  # characters of such an expression (its size grows with eac
 def _arithmetic(text: str) -> bool:
     """Whether an array expression is cheap arithmetic (no function call: ``np.``, ``vm.``)."""
     return len(text) <= _MAX_RECOMPUTE and "np." not in text and "vm." not in text
-
-
-HELPERS = '''\
-@numba.njit(cache=True, nogil=True)
-def stack_push(buf, n, x):
-    if n == buf.shape[0]:  # full: double the capacity (a copy per doubling)
-        grown = np.empty((max(16, 2 * n),) + buf.shape[1:], buf.dtype)
-        grown[:n] = buf[:n]
-        buf = grown
-    buf[n] = x
-    return buf
-
-
-@numba.njit(cache=True, nogil=True)
-def stack_room(buf, n):  # room for row n, the value then made in it (stack_push's growth)
-    if n == buf.shape[0]:
-        grown = np.empty((max(16, 2 * n),) + buf.shape[1:], buf.dtype)
-        grown[:n] = buf[:n]
-        return grown
-    return buf
-
-
-@numba.njit(cache=True, nogil=True)
-def stack_room_down(buf, n):  # filled from the end: push k is row capacity - 1 - k
-    if n == buf.shape[0]:
-        grown = np.empty((max(16, 2 * n),) + buf.shape[1:], buf.dtype)
-        grown[grown.shape[0] - n:] = buf
-        return grown
-    return buf
-
-
-@numba.njit(cache=True, nogil=True)
-def stack_push_down(buf, n, x):
-    buf = stack_room_down(buf, n)
-    buf[buf.shape[0] - 1 - n] = x
-    return buf
-
-
-@numba.njit(cache=True, nogil=True)
-def stack_top_or_zero(buf, n):  # a view, as stack_pop's (copied where it must be)
-    if n > 0:
-        return buf[n - 1]
-    return np.zeros(buf.shape[1:], buf.dtype)
-'''
 
 
 @dataclass(frozen=True)
@@ -220,6 +178,7 @@ class _Writer:
         self.block_id = id(fn.body)
         self.lines: list[str] = []
         self.where: dict = {}  # IR variable -> its numba form (name, [fields], ("S", buf, n))
+        self.shapes: dict = {}  # numba name -> the shape of the array it holds (fill)
         self.constants: list = []
         self.count = 0
         self.uses: dict = {}  # stack form -> times consumed (linearity check)
@@ -281,6 +240,7 @@ class _Writer:
             raise Refused(f"an if ({var.name})")
         else:
             raise Refused(f"a {t.__name__} ({var.name}): calls and closures stay NumPy code")
+        record_shapes(self.shapes, self.where[var], var.type)
 
     def consume(self, s) -> tuple:
         if not (isinstance(s, tuple) and s[0] in ("S", "D")):
@@ -407,6 +367,7 @@ class _Writer:
         self.moved(inits)
         for lv, f in zip(w.loop_vars, forms):
             self.where[lv] = f
+            record_shapes(self.shapes, f, lv.type)
         pairs = plan_pairs(self, w, inits, depth, _array_op)
         plan_rows(self, w, _array_op)
         self.out(depth, "while True:")
@@ -497,6 +458,7 @@ def loop_source(module: Module, func: str) -> LoopSource:
         if not isinstance(p.type, TensorType) or str(p.type.dtype) not in KINDS:
             raise Refused(f"parameter {p.name} of type {p.type}")
         w.where[p] = f"a{k}"
+        record_shapes(w.shapes, f"a{k}", p.type)
         sig.append(_numba_type(str(p.type.dtype), p.type.ndim))
     w.block(fn.body, 1)
     result = w.atom(fn.body.result)
