@@ -5,13 +5,16 @@ rest accumulated into the operands' adjoints."""
 
 from __future__ import annotations
 
-from ..emit.trace import Traced
+from .. import ops
+from ..emit.trace import REBOUND, Traced
 from ..errors import GradientError, NoRuleError
 from ..ir.nodes import Tuple, Var
 from ..ir.types import TensorType, TupleType, Type
 from ..rules import VJP, NoDerivative
 from .adjoint import prune
 from .rule_templates import Template, alias_pattern, attributes_key
+
+ADD = ops.add  # accumulates two contributions to an array's adjoint
 
 
 def op_backward(sweep, binding, msg) -> None:
@@ -28,9 +31,12 @@ def op_backward(sweep, binding, msg) -> None:
             else [sweep.copy.atom(a) for a in olds])
     templates = sweep.ctx.templates
     key = None
-    if (templates is not None and type(msg) is Var and type(msg.type) is TensorType
-            and templates.cacheable_rule(op)):
-        key = _key(op, call.attrs, out, msg, olds, args, sweep.relevant)
+    if templates is not None and type(msg) is Var and type(msg.type) is TensorType:
+        ok = templates.rule_ok.get(op)  # RuleTemplates.cacheable_rule, inlined
+        if ok is None or (ok and REBOUND):
+            ok = templates.cacheable_rule(op)
+        if ok:
+            key = _key(op, call.attrs, out, msg, olds, args, sweep.relevant)
     if key is None:
         fitted = _apply_rule(sweep, binding, msg, out, args)
     else:
@@ -47,7 +53,12 @@ def op_backward(sweep, binding, msg) -> None:
             continue
         if type(old) is Var and wants(old):  # Adjoints.accumulate's common case, inlined
             prev = msgs.get(old)
-            msgs[old] = atom if prev is None else adj.add(prev, atom, adj.type_of(old))
+            if prev is None:
+                msgs[old] = atom
+            elif type(old.type) is TensorType:  # Adjoints.add of two arrays, inlined
+                msgs[old] = sweep.b.call(ADD, [prev, atom])
+            else:
+                msgs[old] = adj.add(prev, atom, adj.type_of(old))
         else:
             adj.accumulate(old, atom, wants)
 

@@ -268,6 +268,7 @@ class Sweep:
         # calls of ops skip the dispatch (and _call_backward's tests of the callee)
         ops_direct = backward.get(Call) is _call_backward
         msgs, relevant, named_early = adj.msgs, self.relevant, self.named_early
+        expected = self.expected
         for binding in reversed(self.bindings):
             v = binding.var
             msg = msgs.pop(v, None)
@@ -281,13 +282,32 @@ class Sweep:
             value = binding.value
             if ops_direct and type(value) is Call and type(value.callee) is Op:
                 op_backward(self, binding, msg)
-            else:
-                handler = backward.get(type(value))
-                if handler is None:
-                    raise GradientError(f"{v.name}: reverse mode through "
-                                        f"{type(value).__name__} is not supported")
-                handler(self, binding, msg)
-            if self.expected:
+                if not expected:
+                    continue
+                # the operands whose last expected contribution this was (_name_final's
+                # count, inlined: every op call of the sweep comes here)
+                done = None
+                for u in value.args:
+                    n = expected.get(u)
+                    if n is None:
+                        continue
+                    if n > 1:
+                        expected[u] = n - 1
+                    else:
+                        del expected[u]
+                        if done is None:
+                            done = [u]
+                        else:
+                            done.append(u)
+                if done is not None:
+                    self._name_done(done, frame, start)
+                continue
+            handler = backward.get(type(value))
+            if handler is None:
+                raise GradientError(f"{v.name}: reverse mode through "
+                                    f"{type(value).__name__} is not supported")
+            handler(self, binding, msg)
+            if expected:
                 self._name_final(binding, frame, start)
         for p in self.inputs:
             msg = adj.msgs.pop(p, None)
@@ -316,15 +336,20 @@ class Sweep:
                 done = [u]
             else:
                 done.append(u)
-        if done is None:
-            return
+        if done is not None:
+            self._name_done(done, frame, start)
+
+    def _name_done(self, done: list, frame: list, start: int) -> None:
+        """Name the adjoints of ``done`` (operands whose last contribution arrived) that
+        are variables the rule emitted in ``frame[start:]`` and nothing read yet."""
         msgs = self.adj.msgs
         end = len(frame)
+        subst = self.copy.subst.get  # self.new, inlined (``done`` holds variables)
         if len(done) == 1 and end > start:  # the common case: the rule's last binding
             u = done[0]
             m = msgs.get(u)
             if type(m) is Var and frame[-1].var is m and type(u.type) is TensorType:
-                new = self.b.rebind(end - 1, f"{self.new(u).name}_adjoint")
+                new = self.b.rebind(end - 1, f"{subst(u, u).name}_adjoint")
                 msgs[u] = self.named_early[u] = new
                 self.ctx.named.add(new)
                 return
@@ -341,7 +366,7 @@ class Sweep:
                 continue  # one variable for two adjoints: named when the sweep reaches them
             if k + 1 < end and _read_after(frame, k, m):
                 continue
-            new = self.b.rebind(k, f"{self.new(u).name}_adjoint")
+            new = self.b.rebind(k, f"{subst(u, u).name}_adjoint")
             msgs[u] = self.named_early[u] = new
             self.ctx.named.add(new)
 
