@@ -17,13 +17,15 @@ from .rule_templates import Template, alias_pattern, attributes_key
 ADD = ops.add  # accumulates two contributions to an array's adjoint
 
 
-def op_backward(sweep, binding, msg) -> None:
+def op_backward(sweep, binding, msg, done=None) -> bool:
     """Accumulate the adjoints of the operands of ``binding`` (a call of an op) given
-    ``msg``, the adjoint of its result."""
+    ``msg``, the adjoint of its result. ``done``: the operands whose last contribution
+    this is (``Sweep._name_done`` names their adjoints next); returns whether their
+    adjoint was named here already (a replayed template binding it under its name)."""
     call = binding.value
     op = call.callee
     if not op.differentiable:
-        return
+        return False
     subst = sweep.copy.subst.get  # ForwardCopy.atom, inlined for variables and constants
     out = subst(binding.var, binding.var)
     olds = call.args
@@ -42,10 +44,44 @@ def op_backward(sweep, binding, msg) -> None:
     else:
         template = templates.entries.get(key)
         if type(template) is Template:  # RuleTemplates.expand's common case, inlined
-            fitted = template.replay((out, msg, *args), sweep.b)
+            name = None
+            if done is not None and len(done) == 1 and template.last_out is not None:
+                name = _final_name(sweep, done[0], olds, template)
+            fitted = template.replay((out, msg, *args), sweep.b, name)
+            if name is not None:
+                _accumulate(sweep, olds, fitted)
+                named = fitted[template.last_out]
+                sweep.named_early[done[0]] = named
+                sweep.ctx.named.add(named)
+                return True
         else:
             fitted = templates.expand(key, (out, msg, *args), sweep.trace, _apply_rule,
                                       sweep, binding, msg, out, args)
+    _accumulate(sweep, olds, fitted)
+    return False
+
+
+def _final_name(sweep, u, olds, template) -> str | None:
+    """``<u>_adjoint`` when the template's last step will be the whole adjoint of ``u``
+    (an operand whose last contribution this is), which ``Sweep._name_done`` would
+    then rename at once: its contribution is the first, and no other operand's
+    accumulation emits anything after it; else None (named after the replay)."""
+    i = template.last_out
+    outs = template.outs
+    if olds[i] is not u or type(u.type) is not TensorType or outs.count(outs[i]) > 1:
+        return None
+    msgs, wants = sweep.adj.msgs, sweep.wants
+    if not wants(u) or msgs.get(u) is not None:
+        return None
+    for j, old in enumerate(olds):
+        if j != i and (old is u or (outs[j] is not None and type(old) is Var and wants(old)
+                                    and msgs.get(old) is not None)):
+            return None
+    return f"{sweep.copy.subst.get(u, u).name}_adjoint"
+
+
+def _accumulate(sweep, olds, fitted) -> None:
+    """Add each operand's partial (None: nothing) to its adjoint."""
     adj = sweep.adj
     msgs, wants = adj.msgs, sweep.wants
     for old, atom in zip(olds, fitted):

@@ -23,14 +23,17 @@ def relevant_vars(bindings, sources, targets) -> set[Var]:
     return analyze_relevance(bindings, sources, targets)[0]
 
 
-def analyze_relevance(bindings, sources, targets) -> tuple[set[Var], dict[Var, int], list[int]]:
+def analyze_relevance(bindings, sources, targets
+                      ) -> tuple[set[Var], dict[Var, int], list[int], bool]:
     """The relevant variables, how many times each variable is read by relevant
     straight-line bindings (for the variables nothing else reads: not a branch, a
-    loop, a function call, nor the result), and the positions of the relevant
+    loop, a function call, nor the result), the positions of the relevant
     bindings other than calls of ops with a VJP rule giving an array (the ones
-    ``check_relevant`` looks at), in order."""
+    ``check_relevant`` looks at), in order, and whether every binding is a call of
+    an op (a block the forward sweep can share as it is: ``Sweep.forward``)."""
     needs = set(sources)
     reads = []  # what each binding reads: computed once for both walks
+    only_ops = True
     for b in bindings:
         v = b.value
         if type(v) is Call and type(v.callee) is Op:
@@ -41,6 +44,7 @@ def analyze_relevance(bindings, sources, targets) -> tuple[set[Var], dict[Var, i
             if not v.callee.differentiable:
                 continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
         else:
+            only_ops = False
             used = vars_used(v)
             reads.append(used)
         t = b.var.type
@@ -77,7 +81,7 @@ def analyze_relevance(bindings, sources, targets) -> tuple[set[Var], dict[Var, i
     for v in other:
         counts.pop(v, None)
     checks.reverse()
-    return needs & reaches, counts, checks
+    return needs & reaches, counts, checks, only_ops
 
 
 def check_relevant(bindings, positions) -> None:

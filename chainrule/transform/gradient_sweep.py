@@ -202,7 +202,8 @@ class Sweep:
         self.trace = trace or ctx.new_trace(len(self.bindings))
         self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
-        self.relevant, uses, checks = analyze_relevance(self.bindings, sources, targets)
+        self.relevant, uses, checks, self.only_ops = analyze_relevance(
+            self.bindings, sources, targets)
         self.wants = self.relevant.__contains__  # whether a variable needs an adjoint
         self.pullbacks: dict[Var, Var] = {}
         self.extra: dict[Var, object] = {}  # per-binding data for backward handlers
@@ -245,7 +246,18 @@ class Sweep:
             self.copy.subst[old] = new
 
     def forward(self, bindings=None):
-        """Copy bindings (default: all) into the current block; returns the new result."""
+        """Copy bindings (default: all) into the current block; returns the new result.
+
+        A block of op calls whose inputs are bound to themselves (``gradient`` passes a
+        straight-line function's own parameters) is not copied: its copy would be the
+        same bindings (nodes are immutable), so the new function shares them."""
+        if (bindings is None and self.only_ops and self.parent is None
+                and all(self.copy.subst.get(p) is p for p in self.inputs)):
+            self.b.bindings.extend(self.bindings)
+            forward_vars = self.ctx.forward_vars
+            forward_vars.update(self.inputs)
+            forward_vars.update([b.var for b in self.bindings])
+            return self.result
         self.copy.emit_bindings(self.bindings if bindings is None else bindings)
         self.ctx.forward_vars.update(self.local.values())  # (only variables are looked up)
         return self.copy.atom(self.result)
@@ -281,25 +293,23 @@ class Sweep:
             start = len(frame)
             value = binding.value
             if ops_direct and type(value) is Call and type(value.callee) is Op:
-                op_backward(self, binding, msg)
-                if not expected:
-                    continue
-                # the operands whose last expected contribution this was (_name_final's
+                # the operands whose last expected contribution this is (_name_final's
                 # count, inlined: every op call of the sweep comes here)
                 done = None
-                for u in value.args:
-                    n = expected.get(u)
-                    if n is None:
-                        continue
-                    if n > 1:
-                        expected[u] = n - 1
-                    else:
-                        del expected[u]
-                        if done is None:
-                            done = [u]
+                if expected:
+                    for u in value.args:
+                        n = expected.get(u)
+                        if n is None:
+                            continue
+                        if n > 1:
+                            expected[u] = n - 1
                         else:
-                            done.append(u)
-                if done is not None:
+                            del expected[u]
+                            if done is None:
+                                done = [u]
+                            else:
+                                done.append(u)
+                if not op_backward(self, binding, msg, done) and done is not None:
                     self._name_done(done, frame, start)
                 continue
             handler = backward.get(type(value))
@@ -380,7 +390,9 @@ class Sweep:
                 and msg not in ctx.forward_vars):
             ctx.renames[msg] = Var(name, msg.type)
             return msg
-        var = self.b.emit(msg, name)
+        # a copy of a variable has its type (Builder.emit would infer just that)
+        var = (self.b.emit_typed(msg, msg.type, name) if type(msg) is Var
+               else self.b.emit(msg, name))
         ctx.named.add(var)
         return var
 
