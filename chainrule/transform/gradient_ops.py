@@ -26,11 +26,14 @@ def op_backward(sweep, binding, msg, done=None) -> bool:
     op = call.callee
     if not op.differentiable:
         return False
-    subst = sweep.copy.subst.get  # ForwardCopy.atom, inlined for variables and constants
-    out = subst(binding.var, binding.var)
     olds = call.args
-    args = (list(map(subst, olds, olds)) if Tuple not in map(type, olds)
-            else [sweep.copy.atom(a) for a in olds])
+    if sweep.shared:  # the forward block is the original one: every atom is itself
+        out, args = binding.var, olds
+    else:
+        subst = sweep.copy.subst.get  # ForwardCopy.atom, inlined for variables, constants
+        out = subst(binding.var, binding.var)
+        args = (list(map(subst, olds, olds)) if Tuple not in map(type, olds)
+                else [sweep.copy.atom(a) for a in olds])
     templates = sweep.ctx.templates
     key = None
     if templates is not None and type(msg) is Var and type(msg.type) is TensorType:
@@ -39,26 +42,39 @@ def op_backward(sweep, binding, msg, done=None) -> bool:
             ok = templates.cacheable_rule(op)
         if ok:
             key = _key(op, call.attrs, out, msg, olds, args, sweep.relevant)
+    name = None
     if key is None:
         fitted = _apply_rule(sweep, binding, msg, out, args)
     else:
         template = templates.entries.get(key)
         if type(template) is Template:  # RuleTemplates.expand's common case, inlined
-            name = None
             if done is not None and len(done) == 1 and template.last_out is not None:
                 name = _final_name(sweep, done[0], olds, template)
             fitted = template.replay((out, msg, *args), sweep.b, name)
-            if name is not None:
-                _accumulate(sweep, olds, fitted)
-                named = fitted[template.last_out]
-                sweep.named_early[done[0]] = named
-                sweep.ctx.named.add(named)
-                return True
         else:
             fitted = templates.expand(key, (out, msg, *args), sweep.trace, _apply_rule,
                                       sweep, binding, msg, out, args)
-    _accumulate(sweep, olds, fitted)
-    return False
+    adj = sweep.adj
+    msgs, wants = adj.msgs, sweep.wants
+    for old, atom in zip(olds, fitted):
+        if atom is None:
+            continue
+        if type(old) is Var and wants(old):  # Adjoints.accumulate's common case, inlined
+            prev = msgs.get(old)
+            if prev is None:
+                msgs[old] = atom
+            elif type(old.type) is TensorType:  # Adjoints.add of two arrays, inlined
+                msgs[old] = sweep.b.call(ADD, [prev, atom])
+            else:
+                msgs[old] = adj.add(prev, atom, adj.type_of(old))
+        else:
+            adj.accumulate(old, atom, wants)
+    if name is None:
+        return False
+    named = fitted[template.last_out]
+    sweep.named_early[done[0]] = named
+    sweep.ctx.named.add(named)
+    return True
 
 
 def _final_name(sweep, u, olds, template) -> str | None:
@@ -78,25 +94,6 @@ def _final_name(sweep, u, olds, template) -> str | None:
                                     and msgs.get(old) is not None)):
             return None
     return f"{sweep.copy.subst.get(u, u).name}_adjoint"
-
-
-def _accumulate(sweep, olds, fitted) -> None:
-    """Add each operand's partial (None: nothing) to its adjoint."""
-    adj = sweep.adj
-    msgs, wants = adj.msgs, sweep.wants
-    for old, atom in zip(olds, fitted):
-        if atom is None:
-            continue
-        if type(old) is Var and wants(old):  # Adjoints.accumulate's common case, inlined
-            prev = msgs.get(old)
-            if prev is None:
-                msgs[old] = atom
-            elif type(old.type) is TensorType:  # Adjoints.add of two arrays, inlined
-                msgs[old] = sweep.b.call(ADD, [prev, atom])
-            else:
-                msgs[old] = adj.add(prev, atom, adj.type_of(old))
-        else:
-            adj.accumulate(old, atom, wants)
 
 
 def _key(op, attrs, out, msg, olds, args, relevant) -> tuple | None:

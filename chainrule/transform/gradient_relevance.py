@@ -7,7 +7,7 @@ values inside tuples or stacks)."""
 from __future__ import annotations
 
 from ..errors import CompiledHigherOrderError, NoRuleError
-from ..ir.nodes import Binding, Call, Constant, Function, Tuple, TupleGetItem, Var
+from ..ir.nodes import Binding, Call, Function, Tuple, TupleGetItem, Var
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, has_float
 from ..ir.visitor import vars_used
@@ -34,34 +34,38 @@ def analyze_relevance(bindings, sources, targets
     needs = set(sources)
     reads = []  # what each binding reads: computed once for both walks
     only_ops = True
+    append = reads.append
+    disjoint = needs.isdisjoint
     for b in bindings:
         v = b.value
         if type(v) is Call and type(v.callee) is Op:
             used = v.args  # vars_used's common case: operands that are all variables
-            if Constant in map(type, used) or Tuple in map(type, used):
-                used = vars_used(v)
-            reads.append(used)
+            for a in used:
+                if type(a) is not Var:
+                    used = vars_used(v)
+                    break
+            append(used)
             if not v.callee.differentiable:
                 continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
         else:
             only_ops = False
             used = vars_used(v)
-            reads.append(used)
+            append(used)
         t = b.var.type
         if ((t.dtype[0] in "fc" if type(t) is TensorType else has_float(t))  # has_float
-                and any(map(needs.__contains__, used))):
+                and not disjoint(used)):
             needs.add(b.var)
     reaches = {t for t in targets if isinstance(t, Var)}
     counts: dict[Var, int] = {}
     other: set[Var] = set(reaches)
     get = counts.get
     checks = []
-    for i in range(len(bindings) - 1, -1, -1):
-        b = bindings[i]
+    reach = reaches.update
+    for i, b in zip(range(len(bindings) - 1, -1, -1), reversed(bindings)):
         var = b.var
         if var in reaches:
             used = reads[i]
-            reaches.update(used)
+            reach(used)
             if var in needs:
                 v = b.value
                 t = type(v)

@@ -202,6 +202,7 @@ class Sweep:
         self.trace = trace or ctx.new_trace(len(self.bindings))
         self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
+        self.shared = False  # whether the forward block is the original (Sweep.forward)
         self.relevant, uses, checks, self.only_ops = analyze_relevance(
             self.bindings, sources, targets)
         self.wants = self.relevant.__contains__  # whether a variable needs an adjoint
@@ -253,6 +254,7 @@ class Sweep:
         same bindings (nodes are immutable), so the new function shares them."""
         if (bindings is None and self.only_ops and self.parent is None
                 and all(self.copy.subst.get(p) is p for p in self.inputs)):
+            self.shared = True
             self.b.bindings.extend(self.bindings)
             forward_vars = self.ctx.forward_vars
             forward_vars.update(self.inputs)
