@@ -164,7 +164,9 @@ class Template:
         def slot(ref):
             return "None" if ref is None else f"{names[ref[0]]}{ref[1]}"
 
-        env = {"Var": Var, "Call": Call, "Binding": Binding}
+        # a call is made as ``Call.with_args`` makes one (its attribute dict shared, not
+        # copied: no node changes once built), without the method call
+        env = {"Var": Var, "Call": Call, "Binding": Binding, "new_call": Call.__new__}
         env.update((f"k{i}", c) for i, c in enumerate(self.consts))
         lines = ["def replay(inputs, builder, last=None):",
                  "    (" + "".join(f"i{i}, " for i in range(n_inputs)) + ") = inputs",
@@ -177,7 +179,9 @@ class Template:
             if j == len(self.steps) - 1:
                 name = f"last or {name}"
             lines.append(f"    s{j} = Var({name}, t{j})")
-            lines.append(f"    emit(Binding(s{j}, Call(op{j}, ({operands}), a{j})))")
+            lines.append("    call = new_call(Call)")
+            lines.append(f"    call.callee, call.args, call.attrs = op{j}, ({operands}), a{j}")
+            lines.append(f"    emit(Binding(s{j}, call))")
         lines.append("    return (" + "".join(f"{slot(r)}, " for r in self.outs) + ")")
         exec("\n".join(lines), env)  # noqa: S102 - the template's own numbers, see above
         return env["replay"]
