@@ -8,7 +8,8 @@ from __future__ import annotations
 from .. import ops
 from ..emit.trace import REBOUND, Traced
 from ..errors import GradientError, NoRuleError
-from ..ir.nodes import Tuple, Var
+from ..ir.infer import type_call
+from ..ir.nodes import Binding, Call, Tuple, Var
 from ..ir.types import TensorType, TupleType, Type
 from ..rules import VJP, NoDerivative
 from .adjoint import prune
@@ -64,7 +65,9 @@ def op_backward(sweep, binding, msg, done=None) -> bool:
             if prev is None:
                 msgs[old] = atom
             elif type(old.type) is TensorType:  # Adjoints.add of two arrays, inlined
-                msgs[old] = sweep.b.call(ADD, [prev, atom])
+                msgs[old] = (_add_vars(sweep.b, prev, atom)
+                             if type(prev) is Var and type(atom) is Var
+                             else sweep.b.call(ADD, [prev, atom]))
             else:
                 msgs[old] = adj.add(prev, atom, adj.type_of(old))
         else:
@@ -75,6 +78,17 @@ def op_backward(sweep, binding, msg, done=None) -> bool:
     sweep.named_early[done[0]] = named
     sweep.ctx.named.add(named)
     return True
+
+
+def _add_vars(builder, a: Var, b: Var) -> Var:
+    """``builder.call(ADD, [a, b])`` for two variables, without its general steps (half
+    the bindings a long chain's reverse sweep makes add two contributions)."""
+    attrs, t = type_call(ADD, (a.type, b.type), {})
+    var = Var(f"lv{builder.reserve_temps(1)}", t)
+    call = Call.__new__(Call)  # as Call.with_args makes one: the (memo's) attrs shared
+    call.callee, call.args, call.attrs = ADD, (a, b), attrs
+    builder.bindings.append(Binding(var, call))
+    return var
 
 
 def _final_name(sweep, u, olds, template) -> str | None:
