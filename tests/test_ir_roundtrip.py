@@ -558,3 +558,15 @@ def test_a_call_of_an_unregistered_op_is_refused_after_registered_ones():
     m = b.finish_module("main", b.call(OPS["sin"], [z]))
     with pytest.raises(ChainruleError, match="cannot print a call of Op\\(sin\\)"):
         str(m)
+
+
+def test_builder_reserves_temporary_names():
+    """``reserve_temps`` hands out ``lvN`` numbers that fresh names then skip (a replayed
+    rule template names its temporaries itself)."""
+    b = Builder(temp_start=5)
+    x = b.param("x", F32_3)
+    assert b.next_temp == 5
+    assert b.reserve_temps(3) == 5
+    assert b.next_temp == 8
+    y = b.call(get_op("sin"), [x])
+    assert y.name == "lv8" and b.next_temp == 9

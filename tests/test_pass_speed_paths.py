@@ -292,3 +292,27 @@ def test_emitting_from_a_finished_trace_is_refused():
         x = tr.wrap(tr.builder.param("x", TensorType((3,), "f64")))
     with pytest.raises(ChainruleError, match="escaped"):
         x * x
+
+
+def test_straight_line_forward_is_shared_not_copied():
+    """The adjoint of a function of op calls shares its forward bindings (immutable) and
+    parameters; one with a branch copies them. Both verify, and the program is the one a
+    copy gives (EXPECTED above, and the values)."""
+    m = cr.trace(chain, np.zeros(3, np.float32), np.full(3, 0.5, np.float32))
+    g = gradient(m, "main")
+    main, adjoint = g["main"], g["main_adjoint"]
+    n = len(main.body.bindings)
+    assert adjoint.params == main.params
+    assert all(a is b for a, b in zip(adjoint.body.bindings[:n], main.body.bindings))
+    cr.verify(g)
+
+    def branchy(x):
+        y = cnp.sin(x)
+        z = cr.cond(cnp.sum(x) > 0, lambda v: cnp.cos(v), lambda v: v * 2.0, y)
+        return cnp.sum(z * x)
+
+    b = gradient(cr.trace(branchy, np.ones(3)), "main")
+    assert not any(p is q for p, q in zip(b["main_adjoint"].params, b["main"].params))
+    cr.verify(b)
+    x = np.array([-1.0, 0.25, 0.5])  # sum(x) < 0: z = 2 sin(x)
+    assert np.allclose(cr.grad(branchy)(x), 2 * np.cos(x) * x + 2 * np.sin(x))

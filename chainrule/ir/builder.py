@@ -56,6 +56,18 @@ class Builder:
         self._counter += 1
         return name
 
+    def reserve_temps(self, count: int) -> int:
+        """Reserve ``count`` fresh ``lvN`` numbers for a caller that names the temporaries
+        itself (a replayed rule template); returns the first of them."""
+        first = self._counter
+        self._counter = first + count
+        return first
+
+    @property
+    def next_temp(self) -> int:
+        """The number the next fresh ``lvN`` name will have."""
+        return self._counter
+
     def global_type(self, name: str) -> FuncType:
         if name in self.extra_globals:
             return self.extra_globals[name]

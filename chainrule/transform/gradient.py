@@ -127,7 +127,8 @@ def gradient(module: Module, func: str = "main", require_grads=None, target_inde
 
 
 def _gradient_body(ctx, sweep, fn, wanted, result, rtype, ttype, target_index, sens):
-    params = [Var(p.name, p.type) for p in fn.params]
+    # a block of op calls is shared, not copied (Sweep.forward): its parameters too
+    params = list(fn.params) if sweep.only_ops else [Var(p.name, p.type) for p in fn.params]
     sweep.b.params = list(params)
     sweep.bind_inputs(params)
     new_result = sweep.forward()

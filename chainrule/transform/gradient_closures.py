@@ -22,8 +22,19 @@ first-order code: no ``def`` is left (tests/test_closures_ad.py).
 from __future__ import annotations
 
 from ..errors import GradientError
-from ..ir.nodes import Binding, Call, Function, GlobalVar, Module, Tuple, TupleGetItem, Var
-from ..ir.types import FuncType, TupleType, has_float
+from ..ir.nodes import (
+    Binding,
+    Call,
+    Function,
+    GlobalVar,
+    If,
+    Module,
+    Tuple,
+    TupleGetItem,
+    Var,
+    While,
+)
+from ..ir.types import FuncType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, free_vars, nested_blocks
 from .inline import _callees, _Inliner, inlinable
 
@@ -255,10 +266,14 @@ def _holds_function_tuples(fn: Function) -> bool:
     while stack:
         block = stack.pop()
         for b in block.bindings:
-            if _in_tuple(b.var.type):
+            if type(b.var.type) is not TensorType and _in_tuple(b.var.type):
                 return True
-            stack.extend(nested_blocks(b.value))
+            if type(b.value) in _NESTING:  # nested_blocks, only where there are some
+                stack.extend(nested_blocks(b.value))
     return False
+
+
+_NESTING = (If, While, Function)  # the values holding blocks
 
 
 def forward_function_tuples(module: Module) -> Module:

@@ -5,38 +5,53 @@ rest accumulated into the operands' adjoints."""
 
 from __future__ import annotations
 
-from ..emit.trace import Traced
+from .. import ops
+from ..emit.trace import REBOUND, Traced
 from ..errors import GradientError, NoRuleError
-from ..ir.nodes import Tuple, Var
+from ..ir.infer import type_call
+from ..ir.nodes import Binding, Call, Tuple, Var
 from ..ir.types import TensorType, TupleType, Type
 from ..rules import VJP, NoDerivative
 from .adjoint import prune
 from .rule_templates import Template, alias_pattern, attributes_key
 
+ADD = ops.add  # accumulates two contributions to an array's adjoint
 
-def op_backward(sweep, binding, msg) -> None:
+
+def op_backward(sweep, binding, msg, done=None) -> bool:
     """Accumulate the adjoints of the operands of ``binding`` (a call of an op) given
-    ``msg``, the adjoint of its result."""
+    ``msg``, the adjoint of its result. ``done``: the operands whose last contribution
+    this is (``Sweep._name_done`` names their adjoints next); returns whether their
+    adjoint was named here already (a replayed template binding it under its name)."""
     call = binding.value
     op = call.callee
     if not op.differentiable:
-        return
-    subst = sweep.copy.subst.get  # ForwardCopy.atom, inlined for variables and constants
-    out = subst(binding.var, binding.var)
+        return False
     olds = call.args
-    args = (list(map(subst, olds, olds)) if Tuple not in map(type, olds)
-            else [sweep.copy.atom(a) for a in olds])
+    if sweep.shared:  # the forward block is the original one: every atom is itself
+        out, args = binding.var, olds
+    else:
+        subst = sweep.copy.subst.get  # ForwardCopy.atom, inlined for variables, constants
+        out = subst(binding.var, binding.var)
+        args = (list(map(subst, olds, olds)) if Tuple not in map(type, olds)
+                else [sweep.copy.atom(a) for a in olds])
     templates = sweep.ctx.templates
     key = None
-    if (templates is not None and type(msg) is Var and type(msg.type) is TensorType
-            and templates.cacheable_rule(op)):
-        key = _key(op, call.attrs, out, msg, olds, args, sweep.relevant)
+    if templates is not None and type(msg) is Var and type(msg.type) is TensorType:
+        ok = templates.rule_ok.get(op)  # RuleTemplates.cacheable_rule, inlined
+        if ok is None or (ok and REBOUND):
+            ok = templates.cacheable_rule(op)
+        if ok:
+            key = _key(op, call.attrs, out, msg, olds, args, sweep.relevant)
+    name = None
     if key is None:
         fitted = _apply_rule(sweep, binding, msg, out, args)
     else:
         template = templates.entries.get(key)
         if type(template) is Template:  # RuleTemplates.expand's common case, inlined
-            fitted = template.replay((out, msg, *args), sweep.b)
+            if done is not None and len(done) == 1 and template.last_out is not None:
+                name = _final_name(sweep, done[0], olds, template)
+            fitted = template.replay((out, msg, *args), sweep.b, name)
         else:
             fitted = templates.expand(key, (out, msg, *args), sweep.trace, _apply_rule,
                                       sweep, binding, msg, out, args)
@@ -47,9 +62,52 @@ def op_backward(sweep, binding, msg) -> None:
             continue
         if type(old) is Var and wants(old):  # Adjoints.accumulate's common case, inlined
             prev = msgs.get(old)
-            msgs[old] = atom if prev is None else adj.add(prev, atom, adj.type_of(old))
+            if prev is None:
+                msgs[old] = atom
+            elif type(old.type) is TensorType:  # Adjoints.add of two arrays, inlined
+                msgs[old] = (_add_vars(sweep.b, prev, atom)
+                             if type(prev) is Var and type(atom) is Var
+                             else sweep.b.call(ADD, [prev, atom]))
+            else:
+                msgs[old] = adj.add(prev, atom, adj.type_of(old))
         else:
             adj.accumulate(old, atom, wants)
+    if name is None:
+        return False
+    named = fitted[template.last_out]
+    sweep.named_early[done[0]] = named
+    sweep.ctx.named.add(named)
+    return True
+
+
+def _add_vars(builder, a: Var, b: Var) -> Var:
+    """``builder.call(ADD, [a, b])`` for two variables, without its general steps (half
+    the bindings a long chain's reverse sweep makes add two contributions)."""
+    attrs, t = type_call(ADD, (a.type, b.type), {})
+    var = Var(f"lv{builder.reserve_temps(1)}", t)
+    call = Call.__new__(Call)  # as Call.with_args makes one: the (memo's) attrs shared
+    call.callee, call.args, call.attrs = ADD, (a, b), attrs
+    builder.bindings.append(Binding(var, call))
+    return var
+
+
+def _final_name(sweep, u, olds, template) -> str | None:
+    """``<u>_adjoint`` when the template's last step will be the whole adjoint of ``u``
+    (an operand whose last contribution this is), which ``Sweep._name_done`` would
+    then rename at once: its contribution is the first, and no other operand's
+    accumulation emits anything after it; else None (named after the replay)."""
+    i = template.last_out
+    outs = template.outs
+    if olds[i] is not u or type(u.type) is not TensorType or outs.count(outs[i]) > 1:
+        return None
+    msgs, wants = sweep.adj.msgs, sweep.wants
+    if not wants(u) or msgs.get(u) is not None:
+        return None
+    for j, old in enumerate(olds):
+        if j != i and (old is u or (outs[j] is not None and type(old) is Var and wants(old)
+                                    and msgs.get(old) is not None)):
+            return None
+    return f"{sweep.copy.subst.get(u, u).name}_adjoint"
 
 
 def _key(op, attrs, out, msg, olds, args, relevant) -> tuple | None:

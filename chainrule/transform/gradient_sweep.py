@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import ChainMap
 
 from ..emit.trace import Trace
-from ..errors import CompiledHigherOrderError, GradientError, NoRuleError
+from ..errors import GradientError
 from ..ir.builder import Builder
 from ..ir.nodes import (
     Binding,
@@ -28,133 +28,12 @@ from ..ir.nodes import (
 )
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, Type, has_float
-from ..ir.visitor import Mutator, atoms_of, nested_blocks, substitute_vars, vars_used
-from ..ops.stack import STACK_OPS
-from ..rules import VJP, has_vjp
-from .adjoint import Adjoints, has_function
+from ..ir.visitor import Mutator, atoms_of, nested_blocks, substitute_vars
+from ..rules import VJP
+from .adjoint import Adjoints
 from .gradient_ops import arg_type_of, op_backward
+from .gradient_relevance import analyze_relevance, check_relevant
 from .rule_templates import new_templates
-
-# -- relevance ---------------------------------------------------------------------------
-
-
-def relevant_vars(bindings, sources, targets) -> set[Var]:
-    """Variables that depend on a source and that a target depends on (the rest
-    is the seed's "irrelevant parts")."""
-    return _analyze(bindings, sources, targets)[0]
-
-
-def _analyze(bindings, sources, targets) -> tuple[set[Var], dict[Var, int], list[int]]:
-    """The relevant variables, how many times each variable is read by relevant
-    straight-line bindings (for the variables nothing else reads: not a branch, a
-    loop, a function call, nor the result), and the positions of the relevant
-    bindings other than calls of ops with a VJP rule giving an array (the ones
-    ``_check_relevant`` looks at), in order."""
-    needs = set(sources)
-    reads = []  # what each binding reads: computed once for both walks
-    for b in bindings:
-        v = b.value
-        if type(v) is Call and type(v.callee) is Op:
-            used = v.args  # vars_used's common case: operands that are all variables
-            if Constant in map(type, used) or Tuple in map(type, used):
-                used = vars_used(v)
-            reads.append(used)
-            if not v.callee.differentiable:
-                continue  # floor(x), sign(x)...: their derivative is zero, nothing flows back
-        else:
-            used = vars_used(v)
-            reads.append(used)
-        t = b.var.type
-        if ((t.dtype[0] in "fc" if type(t) is TensorType else has_float(t))  # has_float
-                and any(map(needs.__contains__, used))):
-            needs.add(b.var)
-    reaches = {t for t in targets if isinstance(t, Var)}
-    counts: dict[Var, int] = {}
-    other: set[Var] = set(reaches)
-    get = counts.get
-    checks = []
-    for i in range(len(bindings) - 1, -1, -1):
-        b = bindings[i]
-        var = b.var
-        if var in reaches:
-            used = reads[i]
-            reaches.update(used)
-            if var in needs:
-                v = b.value
-                t = type(v)
-                if t is Call and type(v.callee) is Op:
-                    op = v.callee
-                    if op not in VJP or op in STACK_OPS or type(var.type) is not TensorType:
-                        checks.append(i)
-                    for a in used:
-                        counts[a] = get(a, 0) + 1
-                elif t is Tuple or t is TupleGetItem or t is Var:
-                    checks.append(i)
-                    for a in used:
-                        counts[a] = get(a, 0) + 1
-                else:
-                    checks.append(i)
-                    other.update(used)
-    for v in other:
-        counts.pop(v, None)
-    checks.reverse()
-    return needs & reaches, counts, checks
-
-
-def _check_relevant(bindings, positions) -> None:
-    """Refuse, among the relevant bindings at ``positions``, function values inside
-    tuples or stacks (``_refuse_binding``), then calls of ops without a VJP rule."""
-    missing = {}
-    for i in positions:
-        b = bindings[i]
-        var = b.var
-        v = b.value
-        if type(v) is Call and type(v.callee) is Op:
-            op = v.callee
-            if op in STACK_OPS or type(var.type) is not TensorType:
-                _refuse_binding(b, "reverse")
-            if not has_vjp(op):
-                missing.setdefault(op.name, []).append(var.name)
-        else:
-            _refuse_binding(b, "reverse")
-    if missing:
-        raise NoRuleError("no VJP rule for: " + "; ".join(
-            f"{op} (at {', '.join(vs[:3])}{'...' if len(vs) > 3 else ''})"
-            for op, vs in missing.items()) + " (register one with chainrule.rules.register_vjp)")
-
-
-def _refuse_binding(b: Binding, mode: str) -> None:
-    """A function value inside a tuple or a stack made by ``b`` (the (result, pullback)
-    pairs and stacks of pullbacks of a derivative of control flow), which this pass
-    does not differentiate again (yet). A function value by itself is differentiated
-    (gradient_closures.py); so are stacks of arrays."""
-    v = b.value
-    if isinstance(v, Function):
-        return
-    is_call = type(v) is Call
-    if type(b.var.type) is TensorType and not (is_call and v.callee in STACK_OPS):
-        return  # an array computed by an op or a function call: nothing to refuse
-    if is_call and v.callee in STACK_OPS:
-        if _holds_function(b.var.type, v.args):
-            raise CompiledHigherOrderError(
-                f"{mode} mode of a program that holds a stack of pullbacks "
-                f"({b.var.name} = {v.callee.name}(...)): this is a derivative of a loop, "
-                f"and differentiating it again is not compiled yet; grad/value_and_grad/"
-                f"vjp run such higher-order derivatives on the tape instead")
-    elif not isinstance(b.var.type, FuncType) and has_function(b.var.type):
-        raise CompiledHigherOrderError(
-            f"{mode} mode through {b.var.name}: {b.var.type!r} holds a function "
-            f"value inside a tuple or a stack (as the (result, pullback) pairs of a "
-            f"derivative of control flow do); a function value passed, called or "
-            f"returned by itself is differentiated, one inside a tuple or stack is not "
-            f"compiled yet; grad/value_and_grad/vjp run such higher-order derivatives "
-            f"on the tape instead")
-
-
-def _holds_function(result_type, args) -> bool:
-    """A stack op on a stack of functions (stacks of arrays differentiate again)."""
-    return has_function(result_type) or any(
-        has_function(arg_type_of(a)) for a in args)
 
 
 def float_params(fn: Function, wrt=None) -> list[Var]:
@@ -323,7 +202,9 @@ class Sweep:
         self.trace = trace or ctx.new_trace(len(self.bindings))
         self.b = self.trace.builder
         self.adj = Adjoints(self.trace)
-        self.relevant, uses, checks = _analyze(self.bindings, sources, targets)
+        self.shared = False  # whether the forward block is the original (Sweep.forward)
+        self.relevant, uses, checks, self.only_ops = analyze_relevance(
+            self.bindings, sources, targets)
         self.wants = self.relevant.__contains__  # whether a variable needs an adjoint
         self.pullbacks: dict[Var, Var] = {}
         self.extra: dict[Var, object] = {}  # per-binding data for backward handlers
@@ -334,7 +215,7 @@ class Sweep:
         self.env_types: dict[Var, Type] = {}
         self.refused: dict[Var, str] = {}
         self.adj.type_of = self.adjoint_type
-        _check_relevant(self.bindings, checks)
+        check_relevant(self.bindings, checks)
         self.copy = self._make_copy()
         # contributions each adjoint still expects (straight-line uses only; the others
         # are named when the sweep reaches them), and adjoints named as they were made
@@ -366,7 +247,19 @@ class Sweep:
             self.copy.subst[old] = new
 
     def forward(self, bindings=None):
-        """Copy bindings (default: all) into the current block; returns the new result."""
+        """Copy bindings (default: all) into the current block; returns the new result.
+
+        A block of op calls whose inputs are bound to themselves (``gradient`` passes a
+        straight-line function's own parameters) is not copied: its copy would be the
+        same bindings (nodes are immutable), so the new function shares them."""
+        if (bindings is None and self.only_ops and self.parent is None
+                and all(self.copy.subst.get(p) is p for p in self.inputs)):
+            self.shared = True
+            self.b.bindings.extend(self.bindings)
+            forward_vars = self.ctx.forward_vars
+            forward_vars.update(self.inputs)
+            forward_vars.update([b.var for b in self.bindings])
+            return self.result
         self.copy.emit_bindings(self.bindings if bindings is None else bindings)
         self.ctx.forward_vars.update(self.local.values())  # (only variables are looked up)
         return self.copy.atom(self.result)
@@ -389,6 +282,7 @@ class Sweep:
         # calls of ops skip the dispatch (and _call_backward's tests of the callee)
         ops_direct = backward.get(Call) is _call_backward
         msgs, relevant, named_early = adj.msgs, self.relevant, self.named_early
+        expected = self.expected
         for binding in reversed(self.bindings):
             v = binding.var
             msg = msgs.pop(v, None)
@@ -401,14 +295,31 @@ class Sweep:
             start = len(frame)
             value = binding.value
             if ops_direct and type(value) is Call and type(value.callee) is Op:
-                op_backward(self, binding, msg)
-            else:
-                handler = backward.get(type(value))
-                if handler is None:
-                    raise GradientError(f"{v.name}: reverse mode through "
-                                        f"{type(value).__name__} is not supported")
-                handler(self, binding, msg)
-            if self.expected:
+                # the operands whose last expected contribution this is (_name_final's
+                # count, inlined: every op call of the sweep comes here)
+                done = None
+                if expected:
+                    for u in value.args:
+                        n = expected.get(u)
+                        if n is None:
+                            continue
+                        if n > 1:
+                            expected[u] = n - 1
+                        else:
+                            del expected[u]
+                            if done is None:
+                                done = [u]
+                            else:
+                                done.append(u)
+                if not op_backward(self, binding, msg, done) and done is not None:
+                    self._name_done(done, frame, start)
+                continue
+            handler = backward.get(type(value))
+            if handler is None:
+                raise GradientError(f"{v.name}: reverse mode through "
+                                    f"{type(value).__name__} is not supported")
+            handler(self, binding, msg)
+            if expected:
                 self._name_final(binding, frame, start)
         for p in self.inputs:
             msg = adj.msgs.pop(p, None)
@@ -437,15 +348,20 @@ class Sweep:
                 done = [u]
             else:
                 done.append(u)
-        if done is None:
-            return
+        if done is not None:
+            self._name_done(done, frame, start)
+
+    def _name_done(self, done: list, frame: list, start: int) -> None:
+        """Name the adjoints of ``done`` (operands whose last contribution arrived) that
+        are variables the rule emitted in ``frame[start:]`` and nothing read yet."""
         msgs = self.adj.msgs
         end = len(frame)
+        subst = self.copy.subst.get  # self.new, inlined (``done`` holds variables)
         if len(done) == 1 and end > start:  # the common case: the rule's last binding
             u = done[0]
             m = msgs.get(u)
             if type(m) is Var and frame[-1].var is m and type(u.type) is TensorType:
-                new = self.b.rebind(end - 1, f"{self.new(u).name}_adjoint")
+                new = self.b.rebind(end - 1, f"{subst(u, u).name}_adjoint")
                 msgs[u] = self.named_early[u] = new
                 self.ctx.named.add(new)
                 return
@@ -462,7 +378,7 @@ class Sweep:
                 continue  # one variable for two adjoints: named when the sweep reaches them
             if k + 1 < end and _read_after(frame, k, m):
                 continue
-            new = self.b.rebind(k, f"{self.new(u).name}_adjoint")
+            new = self.b.rebind(k, f"{subst(u, u).name}_adjoint")
             msgs[u] = self.named_early[u] = new
             self.ctx.named.add(new)
 
@@ -476,7 +392,9 @@ class Sweep:
                 and msg not in ctx.forward_vars):
             ctx.renames[msg] = Var(name, msg.type)
             return msg
-        var = self.b.emit(msg, name)
+        # a copy of a variable has its type (Builder.emit would infer just that)
+        var = (self.b.emit_typed(msg, msg.type, name) if type(msg) is Var
+               else self.b.emit(msg, name))
         ctx.named.add(var)
         return var
 

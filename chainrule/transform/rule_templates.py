@@ -148,14 +148,13 @@ class Template:
         walk, outs = self.walk
         vals = list(inputs)
         vals += self.consts
-        emit = builder._frames[-1].append
-        c = builder._counter
+        emit = builder.bindings.append
+        c = builder.reserve_temps(self.advance)
         final = len(walk) - 1
         for j, (op, refs, attrs, t, offset) in enumerate(walk):
             var = Var(last if last is not None and j == final else f"lv{c + offset}", t)
             emit(Binding(var, Call(op, tuple([vals[i] for i in refs]), attrs)))
             vals.append(var)
-        builder._counter = c + self.advance
         return tuple([None if r is None else vals[r] for r in outs])
 
     def _compiled(self):
@@ -165,12 +164,14 @@ class Template:
         def slot(ref):
             return "None" if ref is None else f"{names[ref[0]]}{ref[1]}"
 
-        env = {"Var": Var, "Call": Call, "Binding": Binding}
+        # a call is made as ``Call.with_args`` makes one (its attribute dict shared, not
+        # copied: no node changes once built), without the method call
+        env = {"Var": Var, "Call": Call, "Binding": Binding, "new_call": Call.__new__}
         env.update((f"k{i}", c) for i, c in enumerate(self.consts))
         lines = ["def replay(inputs, builder, last=None):",
                  "    (" + "".join(f"i{i}, " for i in range(n_inputs)) + ") = inputs",
-                 "    emit = builder._frames[-1].append",
-                 "    c = builder._counter"]
+                 "    emit = builder.bindings.append",
+                 f"    c = builder.reserve_temps({self.advance})"]
         for j, (op, refs, attrs, t, offset) in enumerate(self.steps):
             env[f"op{j}"], env[f"a{j}"], env[f"t{j}"] = op, attrs, t
             operands = "".join(f"{slot(r)}, " for r in refs)
@@ -178,8 +179,9 @@ class Template:
             if j == len(self.steps) - 1:
                 name = f"last or {name}"
             lines.append(f"    s{j} = Var({name}, t{j})")
-            lines.append(f"    emit(Binding(s{j}, Call(op{j}, ({operands}), a{j})))")
-        lines.append(f"    builder._counter = c + {self.advance}")
+            lines.append("    call = new_call(Call)")
+            lines.append(f"    call.callee, call.args, call.attrs = op{j}, ({operands}), a{j}")
+            lines.append(f"    emit(Binding(s{j}, call))")
         lines.append("    return (" + "".join(f"{slot(r)}, " for r in self.outs) + ")")
         exec("\n".join(lines), env)  # noqa: S102 - the template's own numbers, see above
         return env["replay"]
@@ -232,15 +234,14 @@ class RuleTemplates:
             entries[key] = entry + 1  # short program come back a few times at most
             return run(*args)
         builder = trace.builder
-        frames = builder._frames
-        frame = frames[-1]
-        start, counter, depth = len(frame), builder._counter, len(frames)
+        frame = builder.bindings
+        start, counter = len(frame), builder.next_temp
         lifted, captured = len(trace.lifted), len(trace.captured)
         outs = run(*args)
         template = None
-        if (len(frames) == depth and frames[-1] is frame and len(frame) >= start
+        if (builder.bindings is frame and len(frame) >= start
                 and len(trace.lifted) == lifted and len(trace.captured) == captured):
-            template = _record(inputs, frame, start, counter, builder._counter, outs)
+            template = _record(inputs, frame, start, counter, builder.next_temp, outs)
         if template is None:
             entries[key] = _UNCACHEABLE
         elif type(entry) is int:
