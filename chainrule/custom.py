@@ -60,7 +60,11 @@ def _guard_rule_reads(rule) -> None:
     found = sources(rule, originals)
     for key, path in found.arrays.items():
         for t in traces:
-            t.pinned.setdefault(key, (path, found.values[key].copy()))
+            # reached through a stand-in: pinned where the trace found it (where it is put
+            # back); the place the rule reached it through may keep the stand-in
+            where = t.sources.arrays.get(key) if key in found.via_stand_in else path
+            if where is not None:
+                t.pinned.setdefault(key, (where, found.values[key].copy()))
     for t in traces:
         t.sources.numbers.extend(found.numbers)
         t.sources.layouts.extend(found.layouts)

@@ -229,3 +229,22 @@ def test_a_side_effect_the_result_does_not_depend_on_stays_compiled(kind):
         for _ in range(3):
             np.testing.assert_allclose(f(X), 2.0 * _want(kind, [w]), rtol=1e-12)
     assert len(calls) == 1 and cache == {"scale": 2.0}
+
+
+def test_a_tuple_of_arrays_stays_compiled():
+    """Each array of a captured tuple is swapped in by rebuilding the tuple: the tracing's
+    own rebuilds are not the function's rebinding (it was run uncompiled for that)."""
+    seen = Counter()
+    weights = (np.full(4, 0.5), np.full(4, -1.0), np.full(4, 2.0))
+    holder = {"weights": weights}
+
+    def loss(x):
+        seen.tick()
+        return _sum_of_products(x, holder["weights"]) + _sum_of_products(x, weights)
+
+    g = cr.grad(loss)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            np.testing.assert_allclose(g(X), 2 * _want("grad", list(weights)), rtol=1e-12)
+    assert seen.traces == 1

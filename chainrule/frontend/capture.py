@@ -244,7 +244,9 @@ class Found:
         """Put back what ``swap`` replaced; returns the places the function itself
         rebound meanwhile (``self.W = self.W * 2``): put back too, so that running it
         again starts from the state before the call."""
-        placed = {path.label: (path, value) for path, _, value in undo}
+        # by place (a tuple rebuilt for each array in it is put in its parent's place
+        # once per array: the last one put is what should be there)
+        placed = {(id(path.root), path.steps): (path, value) for path, _, value in undo}
         rebound = []
         for path, value in placed.values():
             try:
@@ -362,6 +364,7 @@ def sources(f, originals=None) -> Found:
     found = Found()
     found.names = set()
     found.originals = originals or {}
+    found.via_stand_in = set()  # ids of the arrays reached through a stand-in
     _visit(f, Path(_const_root(f), (), getattr(f, "__name__", "f")), found, 0, None)
     found.numbers = [(path, v) for path, v in found.numbers
                      if _read_by_code(path, found.names)]
@@ -371,7 +374,9 @@ def sources(f, originals=None) -> Found:
 
 
 def _visit(value, path: Path, found: Found, depth: int, names) -> None:
-    value = found.originals.get(id(value), value)
+    if id(value) in found.originals:  # a stand-in: the array it stands for
+        value = found.originals[id(value)]
+        found.via_stand_in.add(id(value))
     t = type(value)
     if t is np.ndarray:
         found.arrays.setdefault(id(value), path)
