@@ -72,7 +72,7 @@ from ..ir.symbols import SHAPE_ATTRS, attr_symbols, has_symbolic_attrs, symbol_s
 from ..ir.types import TensorType
 from ..ir.visitor import atoms_of, free_vars, vars_used
 from ..ops.indexing import advanced
-from ..ops.templates import OpEmit, int_literal, literal
+from ..ops.templates import InPlace, OpEmit, int_literal, literal
 from .codegen_split import exec_generated, piece_bounds, write_split
 from .execution import KERNEL_ERRORS, Liveness, coerce_args, kernel_error
 from .identifiers import RESERVED, UniqueNames, safe_identifier
@@ -421,14 +421,23 @@ class _ModuleCodegen:
             res = template(e)
         if res is None:
             res = self.kernel_call(op, v.attrs, [text(a) for a in v.args])
-        start = len(self.lines)
-        if isinstance(res, str):
+        where = (op.name, b.var.name)
+        if type(res) is str:
+            self.locations[len(self.lines)] = where
             self.out(depth, f"{target} = {res}")
-        else:
-            for line in res:
-                self.out(depth, line)
-        for k in range(start, len(self.lines)):
-            self.locations[k] = (op.name, b.var.name)
+            return
+        if type(res) is InPlace:
+            # ``a += y``: the result is a's buffer, called a from here on (a is dead)
+            operand = v.args[res.operand]
+            self.names[b.var] = self.names[operand]
+            dels = plan.dels[i]
+            dels[:] = [x for x in dels if x is not operand]
+            self.locations[len(self.lines)] = where
+            self.out(depth, f"{res.line}  # {target} = {self.names[operand]}")
+            return
+        for line in res:
+            self.locations[len(self.lines)] = where
+            self.out(depth, line)
 
     def bind_symbols(self, fn: Function) -> None:
         """Bind the symbols the module's shape attributes name from ``fn``'s parameters
