@@ -131,7 +131,7 @@ class _Plan:
         self.start_dels: list[Var] = []
         self.last: dict[Var, int] = {}
         self.owned: set[Var] = set()
-        self.inline: dict[Var, object] = {}
+        self.inline: dict[Var, object] = {}  # a folded transpose -> what it transposes
 
 
 class _ModuleCodegen:
@@ -218,8 +218,8 @@ class _ModuleCodegen:
 
     def atom(self, x, inline=None) -> str:
         if type(x) is Var:
-            if inline and x in inline:
-                return inline[x]
+            if inline and x in inline:  # a transpose folded into a matmul: ``W.T``
+                return self.atom(inline[x]) + ".T"
             return self.name(x)
         if type(x) is Constant:
             return self.const(x)
@@ -237,7 +237,7 @@ class _ModuleCodegen:
         n = len(bindings)
         plan = _Plan(n)
         inline = self._inline_transposes(block)
-        plan.inline = {p: self.atom(src) + ".T" for p, src in inline.items()}
+        plan.inline = inline  # texts written when used: a name may change on the way
         uses = []
         for b in bindings:
             if b.var in inline:
