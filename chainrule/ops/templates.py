@@ -123,9 +123,9 @@ def key_text(key, arrays) -> str | None:
 
 class InPlace(NamedTuple):
     """A statement updating the buffer of operand ``operand`` (a variable dead after
-    it) in place, ``a += b`` or ``a = np.tanh(a, out=a)``: the result is that operand. The generated code goes on
-    calling the result by the operand's name, so neither ``c = a`` nor ``del a`` is
-    written (each line costs ``compile()`` several microseconds)."""
+    it) in place, ``a += b`` or ``a = np.tanh(a, out=a)``: the result is that operand.
+    The generated code goes on calling the result by the operand's name, so neither
+    ``c = a`` nor ``del a`` is written (each line costs ``compile()`` microseconds)."""
 
     line: str
     operand: int
