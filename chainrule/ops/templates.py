@@ -161,7 +161,9 @@ class OpEmit:
         """Operand k as a Python literal when NumPy 2's weak scalar promotion gives
         the same dtypes as the 0-d constant array does; else its name."""
         a = self.atoms[k]
-        if not isinstance(a, Constant) or a.data.ndim != 0 or a.data.dtype.kind not in "biuf":
+        if type(a) is not Constant:  # the common case: a variable's name
+            return self._text(a)
+        if a.data.ndim != 0 or a.data.dtype.kind not in "biuf":
             return self.arg(k)
         value = a.data.item()
         others = [t.dtype.numpy for i, t in enumerate(self.types) if i != k]
