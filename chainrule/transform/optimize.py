@@ -33,6 +33,7 @@ from .dce import dce_function
 from .inline import inline
 from .partial_eval import may_inline
 from .simplify import MAX_SWEEPS, simplify_settled
+from .simplify_cse import simplify_and_share
 
 MAX_ROUNDS = 4
 
@@ -40,13 +41,19 @@ MAX_ROUNDS = 4
 def optimize_function(fn: Function, max_rounds: int = MAX_ROUNDS) -> Function:
     """``fn`` after rounds of simplify, cse and dce, until a round changes nothing."""
     for _ in range(max_rounds):
-        simplified, settled = simplify_settled(fn, MAX_SWEEPS)
-        shared = cse_function(simplified)
+        fused = simplify_and_share(fn)  # both in one walk, when that gives the same IR
+        if fused is not None:
+            shared, settled = fused[0], True
+            shared_nothing = not fused[1]
+        else:
+            simplified, settled = simplify_settled(fn, MAX_SWEEPS)
+            shared = cse_function(simplified)
+            shared_nothing = shared is simplified
         new = dce_function(shared)
         if new is fn:
             break
         fn = new
-        if settled and shared is simplified:
+        if settled and shared_nothing:
             # simplify is at its fixed point and cse shared nothing: dce only dropped
             # bindings nothing reads, and no rewrite or sharing depends on those, so
             # another round would change nothing (it used to cost a third of the time)
