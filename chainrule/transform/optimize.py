@@ -33,7 +33,6 @@ from .dce import dce_function
 from .inline import inline
 from .partial_eval import may_inline
 from .simplify import MAX_SWEEPS, simplify_settled
-from .simplify_cse import simplify_and_share
 
 MAX_ROUNDS = 4
 
@@ -41,19 +40,13 @@ MAX_ROUNDS = 4
 def optimize_function(fn: Function, max_rounds: int = MAX_ROUNDS) -> Function:
     """``fn`` after rounds of simplify, cse and dce, until a round changes nothing."""
     for _ in range(max_rounds):
-        fused = simplify_and_share(fn)  # both in one walk, when that gives the same IR
-        if fused is not None:
-            shared, settled = fused[0], True
-            shared_nothing = not fused[1]
-        else:
-            simplified, settled = simplify_settled(fn, MAX_SWEEPS)
-            shared = cse_function(simplified)
-            shared_nothing = shared is simplified
+        simplified, settled = simplify_settled(fn, MAX_SWEEPS)
+        shared = cse_function(simplified)
         new = dce_function(shared)
         if new is fn:
             break
         fn = new
-        if settled and shared_nothing:
+        if settled and shared is simplified:
             # simplify is at its fixed point and cse shared nothing: dce only dropped
             # bindings nothing reads, and no rewrite or sharing depends on those, so
             # another round would change nothing (it used to cost a third of the time)
