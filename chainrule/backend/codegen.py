@@ -50,7 +50,6 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import ops
 from ..errors import CodegenError, InterpretError
 from ..ir.collector import collector_paused
 from ..ir.dims import render, symbols_of
@@ -69,69 +68,15 @@ from ..ir.nodes import (
 )
 from ..ir.op import Op
 from ..ir.symbols import SHAPE_ATTRS, attr_symbols, has_symbolic_attrs, symbol_sources
-from ..ir.types import TensorType
-from ..ir.visitor import atoms_of, free_vars, vars_used
-from ..ops.indexing import advanced
-from ..ops.templates import OpEmit, int_literal, literal
+from ..ir.visitor import free_vars
+from ..ops.templates import InPlace, OpEmit, int_literal, literal
+from .codegen_plan import Plan, block_uses, plan_block
 from .codegen_split import exec_generated, piece_bounds, write_split
-from .execution import KERNEL_ERRORS, Liveness, coerce_args, kernel_error
+from .execution import KERNEL_ERRORS, coerce_args, kernel_error
 from .identifiers import RESERVED, UniqueNames, safe_identifier
 
 CACHE_SIZE = 64
 _counter = itertools.count()
-
-
-def _flat_vars(x) -> list[Var]:
-    if type(x) is Var:
-        return [x]
-    if type(x) is Tuple:
-        return [v for f in x.fields for v in _flat_vars(f)]
-    return []
-
-
-def _uses(value) -> set:
-    """Variables a binding value reads, inside its nested blocks too."""
-    if type(value) in (If, While, Function):
-        return set(vars_used(value))
-    return {a for a in atoms_of(value) if type(a) is Var}
-
-
-def _block_uses(block: Block) -> set:
-    out = set(_flat_vars(block.result))
-    for b in block.bindings:
-        out |= _uses(b.value)
-    return out
-
-
-def _op_call(value, op: Op | None = None) -> bool:
-    return (type(value) is Call and isinstance(value.callee, Op)
-            and (op is None or value.callee is op))
-
-
-def _fresh_result(call) -> bool:
-    """The op never returns (a view of) an operand: reading a buffer there does not
-    alias it (an ``index`` with an index array copies, as NumPy's advanced indexing)."""
-    op = call.callee
-    return not op.aliases or (op is ops.index and advanced(call.attrs.get("key", ())))
-
-
-def _bufferable(t) -> bool:
-    return isinstance(t, TensorType) and t.is_static and t.ndim >= 1
-
-
-class _Plan:
-    """Per-block decisions: what to delete where, which buffers to reuse, which
-    transposes to fold into matmuls."""
-
-    __slots__ = ("dels", "start_dels", "last", "owned", "inline", "uses")
-
-    def __init__(self, n: int):
-        self.uses: list[set] = []  # per binding (and the result): the variables read
-        self.dels: list[list[Var]] = []
-        self.start_dels: list[Var] = []
-        self.last: dict[Var, int] = {}
-        self.owned: set[Var] = set()
-        self.inline: dict[Var, object] = {}
 
 
 class _ModuleCodegen:
@@ -218,8 +163,8 @@ class _ModuleCodegen:
 
     def atom(self, x, inline=None) -> str:
         if type(x) is Var:
-            if inline and x in inline:
-                return inline[x]
+            if inline and x in inline:  # a transpose folded into a matmul: ``W.T``
+                return self.atom(inline[x]) + ".T"
             return self.name(x)
         if type(x) is Constant:
             return self.const(x)
@@ -232,88 +177,12 @@ class _ModuleCodegen:
         self.lines.append("    " * depth + text)
 
     # -- analysis ----------------------------------------------------------------------
-    def plan(self, block: Block, extra, exclude, keep_at_end) -> _Plan:
-        bindings = block.bindings
-        n = len(bindings)
-        plan = _Plan(n)
-        inline = self._inline_transposes(block)
-        plan.inline = {p: self.atom(src) + ".T" for p, src in inline.items()}
-        uses = []
-        for b in bindings:
-            if b.var in inline:
-                uses.append(set())
-                continue
-            s = _uses(b.value)
-            if inline and not s.isdisjoint(inline):
-                s = {inline.get(x, x) for x in s}
-                s = {x for x in s if type(x) is Var}
-            uses.append(s)
-        uses.append(set(_flat_vars(block.result)))
-        deletable = {b.var for b in bindings if b.var not in inline}
-        deletable.difference_update(exclude)
-        deletable.update(extra)
-        live = Liveness([b.var for b in bindings], uses, deletable, keep_at_end, extra)
-        plan.uses = uses
-        plan.dels, plan.last, plan.start_dels = live.dels, live.last, live.never_used
-        if self.inplace:
-            plan.owned = self._owned(block, inline, uses)
-        return plan
-
-    @staticmethod
-    def _inline_transposes(block: Block) -> dict:
-        """permute_dims of a 2-D array whose every use is a matmul operand: folded
-        into the matmul as ``x @ W.T``."""
-        perm = {}
-        for b in block.bindings:
-            v = b.value
-            if (_op_call(v, ops.permute_dims) and len(v.args) == 1
-                    and type(v.args[0]) in (Var, Constant)
-                    and isinstance(v.args[0].type, TensorType) and v.args[0].type.ndim == 2
-                    and v.attrs.get("axes") in ((1, 0), [1, 0])):
-                perm[b.var] = v.args[0]
-        if not perm:
-            return perm
-        used = set()
-        for b in block.bindings:
-            v = b.value
-            if _op_call(v, ops.matmul):
-                for a in v.args:
-                    if type(a) is not Var:
-                        for x in _flat_vars(a):
-                            perm.pop(x, None)
-                    elif a in perm:
-                        used.add(a)
-                continue
-            for x in _uses(v):
-                perm.pop(x, None)
-        for x in _flat_vars(block.result):
-            perm.pop(x, None)
-        return {p: src for p, src in perm.items() if p in used}
-
-    @staticmethod
-    def _owned(block: Block, inline, uses) -> set:
-        """Variables of this block holding a buffer that this function allocated and
-        that nothing else can see: only read as operands of ops returning fresh arrays."""
-        owned = {b.var for b in block.bindings
-                 if _op_call(b.value) and b.value.callee.fresh and _bufferable(b.var.type)}
-        if not owned:
-            return owned
-        for i, b in enumerate(block.bindings):
-            v = b.value
-            if b.var in inline:
-                continue
-            if _op_call(v) and _fresh_result(v):
-                for a in v.args:
-                    if type(a) is not Var:
-                        owned.difference_update(_flat_vars(a))
-                continue
-            owned.difference_update(uses[i])
-        owned.difference_update(uses[-1])
-        return owned
+    def plan(self, block: Block, extra, exclude, keep_at_end) -> Plan:
+        return plan_block(block, extra, exclude, keep_at_end, self.inplace)
 
     # -- emission ------------------------------------------------------------------------
     def block(self, block: Block, depth: int, result: tuple, extra=(), exclude=(),
-              keep_at_end=frozenset()) -> _Plan:
+              keep_at_end=frozenset()) -> Plan:
         plan = self.plan(block, extra, exclude, keep_at_end)
         self._dels(depth, plan.start_dels)
         for i, b in enumerate(block.bindings):
@@ -344,7 +213,7 @@ class _ModuleCodegen:
         if variables:
             self.out(depth, "del " + ", ".join(sorted(self.name(v) for v in variables)))
 
-    def binding(self, b, depth: int, plan: _Plan, i: int) -> None:
+    def binding(self, b, depth: int, plan: Plan, i: int) -> None:
         name = self.name(b.var)
         v = b.value
         t = type(v)
@@ -390,7 +259,7 @@ class _ModuleCodegen:
         lvs = [self.name(lv) for lv in w.loop_vars]
         self.out(depth, f"{', '.join(lvs)} = {', '.join(self.atom(a) for a in w.init)}")
         self.out(depth, "while True:")
-        body_uses = _block_uses(w.body)
+        body_uses = block_uses(w.body)
         keep = [b.var for b in w.cond.bindings if b.var in body_uses]  # live into the body
         cond = self.block(w.cond, depth + 1, ("break",), exclude=keep)
         self.block(w.body, depth + 1, ("carry", lvs), extra=list(w.loop_vars) + keep,
@@ -399,36 +268,53 @@ class _ModuleCodegen:
         self.out(depth, f"{name} = {packed}")
         self._dels(depth, list(w.loop_vars) + keep + cond.dels[-1])
 
-    def op_call(self, b, depth: int, plan: _Plan, i: int) -> None:
+    def op_call(self, b, depth: int, plan: Plan, i: int) -> None:
         v = b.value
         op = v.callee
         target = self.name(b.var)
         inline = plan.inline
-
-        def text(a):
-            return self.atom(a, inline)
+        if inline:
+            def text(a):
+                return self.atom(a, inline)
+        else:
+            text = self.atom
 
         res = None
         template = op.emit
-        if template is not None and all(type(a) in (Var, Constant) for a in v.args):
-            reuse = ()
-            if op.inplace and plan.owned:
-                reuse = tuple(k for k, a in enumerate(v.args)
-                              if a in plan.owned and plan.last.get(a) == i
-                              and a.type == b.var.type)
-            e = OpEmit(op, v.attrs, v.args, text, [a.type for a in v.args], b.var.type,
-                       target, reuse)
-            res = template(e)
+        args = v.args
+        if template is not None:
+            for a in args:
+                if type(a) is not Var and type(a) is not Constant:
+                    break
+            else:
+                reuse = ()
+                owned = plan.owned
+                if owned and op.inplace:
+                    last, out_type = plan.last, b.var.type
+                    reuse = tuple([k for k, a in enumerate(args)
+                                   if a in owned and last.get(a) == i and a.type == out_type])
+                e = OpEmit(op, v.attrs, args, text, [a.type for a in args], b.var.type,
+                           target, reuse)
+                res = template(e)
         if res is None:
             res = self.kernel_call(op, v.attrs, [text(a) for a in v.args])
-        start = len(self.lines)
-        if isinstance(res, str):
+        where = (op.name, b.var.name)
+        if type(res) is str:
+            self.locations[len(self.lines)] = where
             self.out(depth, f"{target} = {res}")
-        else:
-            for line in res:
-                self.out(depth, line)
-        for k in range(start, len(self.lines)):
-            self.locations[k] = (op.name, b.var.name)
+            return
+        if type(res) is InPlace:
+            # ``a += y``: the result is a's buffer, called a from here on (a is dead)
+            operand = v.args[res.operand]
+            self.names[b.var] = self.names[operand]
+            dels = plan.dels[i]
+            dels[:] = [x for x in dels if x is not operand]
+            self.locations[len(self.lines)] = where
+            self.out(depth, f"{res.line}  # {target} = {self.names[operand]}")
+            return
+        for line in res:
+            self.locations[len(self.lines)] = where
+            self.out(depth, line)
 
     def bind_symbols(self, fn: Function) -> None:
         """Bind the symbols the module's shape attributes name from ``fn``'s parameters

@@ -15,6 +15,7 @@ import keyword
 
 import numpy as np
 
+from .. import ops
 from ..errors import InterpretError
 from ..ir.nodes import Constant, Module, Var
 from ..ir.op import Op
@@ -94,7 +95,7 @@ class _NamespaceCodegen(codegen._ModuleCodegen):
         if op.name in KEEP_OPERAND_DTYPE or not isinstance(result_type, TensorType):
             if op.name == "where" and len(atoms) == 3:
                 return texts[:1] + self._cast_operands(
-                    codegen.ops.add, atoms[1:], texts[1:], result_type)
+                    ops.add, atoms[1:], texts[1:], result_type)
             return texts
         dtypes = [a.type.dtype.numpy if isinstance(a.type, TensorType) else None
                   for a in atoms]

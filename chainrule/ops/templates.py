@@ -2,8 +2,9 @@
 
 An op's ``emit`` field is a template ``template(e: OpEmit)`` returning the
 right-hand side of its binding (an expression string), a list of complete
-statements (which assign ``e.target``), or ``None`` to fall back to calling
-the op's kernel from the generated code's namespace. A template only ever
+statements (which assign ``e.target``), an ``InPlace`` statement (``a += b``: the
+result is operand ``a``'s buffer, and the target takes over its name), or ``None``
+to fall back to calling the op's kernel from the generated code's namespace. A template only ever
 writes identifiers it was given (checked variable names, namespace names)
 and literals it formatted itself from plain ``int``/``float``/``bool`` values.
 
@@ -20,6 +21,7 @@ of ops declared ``inplace`` pick one.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -119,6 +121,16 @@ def key_text(key, arrays) -> str | None:
 # -- the emit context --------------------------------------------------------------------
 
 
+class InPlace(NamedTuple):
+    """A statement updating the buffer of operand ``operand`` (a variable dead after
+    it) in place, ``a += b`` or ``a = np.tanh(a, out=a)``: the result is that operand.
+    The generated code goes on calling the result by the operand's name, so neither
+    ``c = a`` nor ``del a`` is written (each line costs ``compile()`` microseconds)."""
+
+    line: str
+    operand: int
+
+
 class OpEmit:
     """What a template sees: operand texts and types, attributes, the target name."""
 
@@ -149,7 +161,9 @@ class OpEmit:
         """Operand k as a Python literal when NumPy 2's weak scalar promotion gives
         the same dtypes as the 0-d constant array does; else its name."""
         a = self.atoms[k]
-        if not isinstance(a, Constant) or a.data.ndim != 0 or a.data.dtype.kind not in "biuf":
+        if type(a) is not Constant:  # the common case: a variable's name
+            return self._text(a)
+        if a.data.ndim != 0 or a.data.dtype.kind not in "biuf":
             return self.arg(k)
         value = a.data.item()
         others = [t.dtype.numpy for i, t in enumerate(self.types) if i != k]
@@ -182,8 +196,9 @@ def ufunc_binary(ufunc: str, symbol: str | None = None, commutative: bool = Fals
             k = e.reuse[0]
             if symbol in AUGMENTED and (k == 0 or commutative):
                 dst, src = (a, b) if k == 0 else (b, a)
-                return [f"{dst} {symbol}= {src}", f"{e.target} = {dst}"]
-            return f"np.{ufunc}({a}, {b}, out={e.arg(k)})"
+                return InPlace(f"{dst} {symbol}= {src}", k)
+            dst = e.arg(k)
+            return InPlace(f"{dst} = np.{ufunc}({a}, {b}, out={dst})", k)
         if symbol is not None:
             return f"{a} {symbol} {b}"
         return f"np.{ufunc}({a}, {b})"
@@ -199,7 +214,7 @@ def ufunc_unary(ufunc: str, casts_ints: bool = False, prefix: str | None = None)
             return None
         (x,) = e.args
         if e.reuse:
-            return f"np.{ufunc}({x}, out={x})"
+            return InPlace(f"{x} = np.{ufunc}({x}, out={x})", 0)
         if prefix is not None:
             return f"{prefix}{x}"
         return f"np.{ufunc}({x})"
