@@ -224,7 +224,7 @@ class Mutator:
         for binding in bindings:
             old = binding.value
             if copying and type(old) is Call and type(old.callee) is Op:
-                self.subst[binding.var] = self._copy_op_call(binding)
+                self.subst[binding.var] = self.copy_op_call(binding)
                 continue
             new = self.rewrite(binding)
             if new is None:
@@ -242,10 +242,13 @@ class Mutator:
                 var = b.emit(new, binding.var.name)
             self.subst[binding.var] = var
 
-    def _copy_op_call(self, binding: Binding) -> Var:
-        """``binding``, an op call, copied with its operands substituted (``value()`` and
-        ``atom()`` inlined: most bindings are op calls); its type is the old one when the
-        operands keep theirs."""
+    def copy_op_call(self, binding: Binding) -> Var:
+        """Emit a copy of ``binding``, a call of an op, with its operands substituted
+        through ``subst``; returns the new variable (the caller records it in ``subst``).
+        Its type is the old one when the operands keep theirs (no inference). This is
+        ``emit_bindings``' path for an op call (``value()`` and ``atom()`` inlined: most
+        bindings are op calls), public for passes that copy one binding at a time (the
+        jvp pass copies each primal binding before its tangent)."""
         old = binding.value
         get = self.subst.get
         args = []

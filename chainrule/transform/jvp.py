@@ -234,7 +234,7 @@ def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     op = call.callee
     copy = sweep.copy
     # the copy of an op call (Mutator.emit_bindings' own path, for one binding)
-    new = copy.subst[binding.var] = copy._copy_op_call(binding)
+    new = copy.subst[binding.var] = copy.copy_op_call(binding)
     if not op.differentiable:
         return
     olds = call.args
