@@ -130,10 +130,10 @@ class _ForwardSweep:
         self.tangents: dict[Var, object] = {}  # absent: a symbolic zero (see Adjoints)
         self.closures: dict = {}  # a closure defined here -> its duals (jvp_closures.py)
         self.zero_result = False
-        missing = sorted({b.value.callee.name for b in _all_bindings(fn.body)
-                          if isinstance(b.value, Call) and isinstance(b.value.callee, Op)
-                          and not has_jvp(b.value.callee)
-                          and b.value.callee not in STACK_FORWARD})
+        # each distinct callee checked once (a long program calls a few ops many times)
+        callees = {b.value.callee for b in _all_bindings(fn.body) if type(b.value) is Call}
+        missing = sorted(c.name for c in callees if isinstance(c, Op) and not has_jvp(c)
+                         and c not in STACK_FORWARD)
         if missing:
             raise NoRuleError(f"no JVP rule for: {', '.join(missing)} "
                               f"(register one with chainrule.rules.register_jvp)")
@@ -233,12 +233,15 @@ def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     call = binding.value
     op = call.callee
     copy = sweep.copy
-    # the copy of an op call (Mutator.emit_bindings' own path, for one binding)
-    new = copy.subst[binding.var] = copy.copy_op_call(binding)
-    if not op.differentiable:
-        return
     olds = call.args
     plain = Tuple not in map(type, olds)  # atoms only: looked up directly
+    # the copy of an op call (Mutator.emit_bindings' own path, for one binding), from
+    # the substituted operands the template key reads too
+    subst = copy.subst
+    args = list(map(subst.get, olds, olds)) if plain else [copy.atom(a) for a in olds]
+    new = subst[binding.var] = copy.copy_op_call(binding, args)
+    if not op.differentiable:
+        return
     tangents = (list(map(sweep.tangents.get, olds)) if plain
                 else [sweep.tangent(a) for a in olds])
     nonzero = [t for t in tangents if t is not None]
@@ -248,8 +251,6 @@ def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     templates = sweep.ctx.templates
     key = None
     if templates is not None and templates.cacheable_rule(op):
-        subst = copy.subst.get
-        args = list(map(subst, olds, olds)) if plain else [copy.atom(a) for a in olds]
         key = _key(op, call.attrs, new, args, tangents, nonzero)
     if key is None:
         total = _tangent(sweep, binding, new, tangents)

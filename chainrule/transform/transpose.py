@@ -264,8 +264,12 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
         partials = _run_rule(tr, adj, binding, msg, positions)
     else:
         key, inputs, positions = keyed
-        partials = tr.templates.expand(key, inputs, tr.trace, _run_rule,
-                                       tr, adj, binding, msg, positions)
+        template = tr.templates.entries.get(key)
+        if type(template) is rule_templates.Template:  # RuleTemplates.expand's common case
+            partials = template.replay(inputs, tr.b)
+        else:
+            partials = tr.templates.expand(key, inputs, tr.trace, _run_rule,
+                                           tr, adj, binding, msg, positions)
     msgs, lin = adj.msgs, tr.lin
     for i, atom in zip(positions, partials):
         if atom is None:
@@ -316,7 +320,12 @@ def _template_key(tr: _Transposer, binding: Binding, msg):
     that is not a variable of array type, an attribute without an exact key, a rule
     that is not a built-in one. The key holds type identities: ``_run_rule`` keeps the
     type objects of every expansion it records alive (``tr.held``), so an identity in
-    a recorded key is its object's while the cache lives."""
+    a recorded key is its object's while the cache lives.
+
+    The key is (op, attributes, result type, cotangent type, then per operand -1 when
+    it is linear and its type's identity), with which inputs alias appended when some
+    do; a call of one or two operands (most of a linear program) is keyed by code of
+    its own, the same key without a list to build."""
     if type(msg) is not Var:
         return None
     v, value = binding.var, binding.value
@@ -330,12 +339,63 @@ def _template_key(tr: _Transposer, binding: Binding, msg):
     ak = attrs_key(attrs) if attrs else ()
     if ak is None:
         return None
+    args = value.args
+    n = len(args)
+    if n == 2 or n == 1:
+        a = args[0]
+        if type(a) is not Var:
+            return None
+        lin = tr.lin
+        if a in lin:
+            a_lin, ka = True, id(a.type)
+        else:
+            a = tr.copy.subst.get(a, a)
+            if type(a) is not Var:
+                return None
+            a_lin, ka = False, id(a.type)
+        if type(a.type) is not TensorType:
+            return None
+        if n == 1:
+            if a_lin:
+                return (callee, ak, id(vt), id(mt), -1, ka), [msg], [0]
+            key = (callee, ak, id(vt), id(mt), ka)
+            return (key + ((0, 0),) if a is msg else key), [msg, a], []
+        b = args[1]
+        if type(b) is not Var:
+            return None
+        if b in lin:
+            b_lin, kb = True, id(b.type)
+        else:
+            b = tr.copy.subst.get(b, b)
+            if type(b) is not Var:
+                return None
+            b_lin, kb = False, id(b.type)
+        if type(b.type) is not TensorType:
+            return None
+        if a_lin:
+            if b_lin:
+                return (callee, ak, id(vt), id(mt), -1, ka, -1, kb), [msg], [0, 1]
+            key = (callee, ak, id(vt), id(mt), -1, ka, kb)
+            return (key + ((0, 0),) if b is msg else key), [msg, b], [0]
+        if b_lin:
+            key = (callee, ak, id(vt), id(mt), ka, -1, kb)
+            return (key + ((0, 0),) if a is msg else key), [msg, a], [1]
+        inputs = [msg, a, b]
+        key = (callee, ak, id(vt), id(mt), ka, kb)
+        if a is msg or b is msg or a is b:  # which inputs alias: part of the key
+            key += (tuple([inputs.index(x) for x in inputs]),)
+        return key, inputs, []
+    return _template_key_general(tr, callee, ak, vt, mt, args, msg)
+
+
+def _template_key_general(tr: _Transposer, callee, ak, vt, mt, args, msg):
+    """``_template_key`` of a call of any number of operands."""
     lin, subst = tr.lin, tr.copy.subst
     inputs = [msg]
     positions = []
     key = [callee, ak, id(vt), id(mt)]
     i = 0
-    for a in value.args:
+    for a in args:
         if type(a) is not Var:
             return None
         if a in lin:
@@ -519,7 +579,8 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
     """Add ``<func>_transpose`` (see the module docstring); ``linear`` names the
     parameters the function is linear in (default: all float parameters)."""
     fn = module[func]
-    if holds_closures(fn):  # apply the closures whose definition is known (Relay's way)
+    closures = holds_closures(fn)
+    if closures:  # apply the closures whose definition is known (Relay's way)
         module = partial_eval(module)
         fn = module[func]
     if linear is None:
@@ -532,7 +593,8 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
                                  f"are {[p.name for p in fn.params]}")
     lin = set(lin_params)
     _linear_vars(fn.body.bindings, lin)
-    for b in fn.body.bindings:
+    # a function defining no closure before partial evaluation defines none after it
+    for b in fn.body.bindings if closures else ():
         if isinstance(b.value, Function):
             raise TransposeError(
                 f"transpose: {b.var.name} is a closure that partial evaluation could not "
