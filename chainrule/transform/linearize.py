@@ -10,7 +10,6 @@ residuals.
 
 from __future__ import annotations
 
-from ..errors import CompiledHigherOrderError
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
 from ..ir.infer import arg_type
@@ -22,7 +21,7 @@ from .base import OptionsPass, register_pass
 from .inline import inline
 from .jvp import jvp_with_loop_splits
 from .partial_eval import closure_facts, holds_closures, partial_eval
-from .unzip import Unzip
+from .unzip import Unzip, refuse_calls
 
 
 @collector_paused
@@ -45,25 +44,23 @@ def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     jm, loop_splits = jvp_with_loop_splits(module, func, wrt)
     jf = jm[f"{func}_jvp"]
     n = len(base.params)
-    for b in jf.body.bindings:
-        v = b.value
-        if type(v) is Call and type(v.callee) is not Op and not isinstance(v.callee, Op):
-            raise CompiledHigherOrderError(
-                f"linearize: {b.var.name} calls a recursive module function, which is not "
-                f"unzipped; the API falls back to jvp")
     uz = Unzip(jf.params[n:], loop_splits)
-    primal, tangent = uz.block(jf.body.bindings)
+    try:  # a call of a module function at the top level is refused as it is met
+        primal, tangent = uz.block(jf.body.bindings, top=True)
+    except Exception:
+        # ... and before any other refusal, as if the bindings were checked first
+        refuse_calls(jf.body.bindings)
+        raise
     dresult = jf.body.result.fields[1]
     # argument-free ops (zeros) needed by the tangent side are recomputed there
-    moved = [b for b in primal if type(b.value) is Call and not b.value.args
-             and isinstance(b.value.callee, Op) and isinstance(b.var.type, TensorType)]
-    # the residuals: primal values the tangent side reads, in first-use order
-    candidates = set(jf.params[:n])
-    candidates.update(b.var for b in primal)
-    candidates.difference_update(b.var for b in moved)
+    moved = [b for b in uz.argument_free if isinstance(b.var.type, TensorType)]
     if _shareable(uz, jf, base):
-        prim, tang = _shared(jf, n, primal, moved, tangent, candidates)
+        prim, tang = _shared(jf, n, primal, moved, tangent, uz.tangent)
     else:
+        # the residuals: primal values the tangent side reads, in first-use order
+        candidates = set(jf.params[:n])
+        candidates.update(b.var for b in primal)
+        candidates.difference_update(b.var for b in moved)
         needed = _residuals(tangent, dresult, candidates)
         prim, tang = _copied(jm, jf, n, primal, moved + tangent, needed,
                              [_residual_param(v) for v in needed])
@@ -146,22 +143,28 @@ def _residuals(tangent: list, dresult, candidates: set) -> list:
 
 
 def _shared(jf: Function, n: int, primal: list, moved: list, tangent: list,
-            candidates: set) -> tuple[Function, Function]:
+            tangent_vars: set) -> tuple[Function, Function]:
     """The primal and tangent functions of a straight-line unzip, made of the jvp
     function's own bindings (a program no one else holds: the same text as copies,
-    without copying every binding): the tangent side's reads of residuals (the
-    ``candidates`` it reads) become its parameters, and the argument-free bindings both
-    sides compute get new variables on the tangent side, so no variable is bound in
-    both functions.
+    without copying every binding): the tangent side's reads of residuals become its
+    parameters, and the argument-free bindings both sides compute (``moved``) get new
+    variables on the tangent side, so no variable is bound in both functions.
 
-    The residuals are found and substituted in one walk over the tangent bindings
-    (what ``_residuals`` then ``substitute_vars`` would do, in two): an op call on
-    variables, the common case, is rebuilt here when it reads a residual or a moved
-    binding; any other binding leaves the substitution to ``substitute_vars``."""
+    A variable the tangent side reads is a tangent (in ``tangent_vars``), a moved
+    binding's or else a residual (a primal parameter or binding: nothing else is in
+    scope of a straight-line function). The residuals are found and substituted in one
+    walk over the tangent bindings (what ``_residuals`` then ``substitute_vars`` do in
+    two): an op call, the common case, is rebuilt here when it reads a residual or a
+    moved binding; any other binding leaves the substitution to ``substitute_vars``."""
     result, dresult = jf.body.result.fields
     sub = {b.var: Var(b.var.name, b.var.type) for b in moved}
     bindings = [Binding(sub[b.var], b.value) for b in moved]
     needed = []
+
+    def residual(v: Var) -> None:  # the first read of a residual
+        needed.append(v)
+        sub[v] = _residual_param(v)
+
     general = False  # a binding this walk does not rebuild: substitute_vars does
     for b in tangent:
         value = b.value
@@ -171,18 +174,14 @@ def _shared(jf: Function, n: int, primal: list, moved: list, tangent: list,
                 if type(a) is Var:
                     if a in sub:
                         changed = True
-                    elif a in candidates:  # first read: a residual
-                        candidates.discard(a)
-                        needed.append(a)
-                        sub[a] = _residual_param(a)
+                    elif a not in tangent_vars:
+                        residual(a)
                         changed = True
-                else:
+                elif type(a) is Tuple:
                     general = True
                     for v in vars_used(a):
-                        if v in candidates:
-                            candidates.discard(v)
-                            needed.append(v)
-                            sub[v] = _residual_param(v)
+                        if v not in sub and v not in tangent_vars:
+                            residual(v)
             if changed and not general:
                 get = sub.get
                 b = Binding(b.var, value.with_args(value.callee,
@@ -190,25 +189,20 @@ def _shared(jf: Function, n: int, primal: list, moved: list, tangent: list,
         else:
             general = True
             for v in vars_used(value):
-                if v in candidates:
-                    candidates.discard(v)
-                    needed.append(v)
-                    sub[v] = _residual_param(v)
+                if v not in sub and v not in tangent_vars:
+                    residual(v)
         bindings.append(b)
     for v in vars_used(Tuple([dresult])):
-        if v in candidates:
-            candidates.discard(v)
-            needed.append(v)
-            sub[v] = _residual_param(v)
+        if v not in sub and v not in tangent_vars:
+            residual(v)
     out = Tuple([result, Tuple(list(needed))])
     prim = Function(jf.params[:n], Block(primal, out), arg_type(out))
-    tangent_params = [sub[v] for v in needed] + list(jf.params[n:])
     if general:  # the bindings as they were, substituted in a second walk
         tang = Function([*needed, *jf.params[n:]], Block(moved + tangent, dresult),
                         arg_type(dresult))
         return prim, substitute_vars(tang, sub)
-    return prim, Function(tangent_params, Block(bindings, _substituted(dresult, sub)),
-                          arg_type(dresult))
+    return prim, Function([sub[v] for v in needed] + list(jf.params[n:]),
+                          Block(bindings, _substituted(dresult, sub)), arg_type(dresult))
 
 
 class Linearize(OptionsPass):
