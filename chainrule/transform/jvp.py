@@ -109,13 +109,19 @@ class _Context:
         return jname
 
 
-def _all_bindings(block):
+def _callees(block) -> set:
+    """The callees of the calls in ``block`` (nested blocks included)."""
+    out: set = set()
+    add = out.add
     stack = [block]
     while stack:
-        blk = stack.pop()
-        for b in blk.bindings:
-            yield b
-            stack.extend(nested_blocks(b.value))
+        for b in stack.pop().bindings:
+            value = b.value
+            if type(value) is Call:  # the common case first: no nested block
+                add(value.callee)
+            else:
+                stack.extend(nested_blocks(value))
+    return out
 
 
 class _ForwardSweep:
@@ -131,9 +137,8 @@ class _ForwardSweep:
         self.closures: dict = {}  # a closure defined here -> its duals (jvp_closures.py)
         self.zero_result = False
         # each distinct callee checked once (a long program calls a few ops many times)
-        callees = {b.value.callee for b in _all_bindings(fn.body) if type(b.value) is Call}
-        missing = sorted(c.name for c in callees if isinstance(c, Op) and not has_jvp(c)
-                         and c not in STACK_FORWARD)
+        missing = sorted(c.name for c in _callees(fn.body) if isinstance(c, Op)
+                         and not has_jvp(c) and c not in STACK_FORWARD)
         if missing:
             raise NoRuleError(f"no JVP rule for: {', '.join(missing)} "
                               f"(register one with chainrule.rules.register_jvp)")
@@ -169,7 +174,12 @@ class _ForwardSweep:
 
     def bindings(self, bindings) -> None:
         for binding in bindings:
-            handler = _FORWARD.get(type(binding.value))
+            value = binding.value
+            if (type(value) is Call and type(value.callee) is Op
+                    and value.callee not in STACK_FORWARD):
+                _op_forward(self, binding)  # _call_forward's common case, dispatched here
+                continue
+            handler = _FORWARD.get(type(value))
             if handler is None:
                 raise GradientError(f"{binding.var.name}: forward mode through "
                                     f"{type(binding.value).__name__} is not supported")

@@ -240,7 +240,16 @@ class _Transposer:
             if msg is None or v not in lin:
                 continue
             if type(msg) is Var and msg not in fixed:
-                msg = self.name_cotangent(v, msg, msgs.values())
+                frame = self.b._frames[-1]
+                if frame and frame[-1].var is msg and _held_by_none(msg, msgs.values()):
+                    # name_cotangent's common case, inlined: the message was just
+                    # emitted (nothing reads it yet) and no other message holds it
+                    old = frame[-1]
+                    msg = Var(f"{v.name}_ct", msg.type)
+                    frame[-1] = Binding(msg, old.value)  # Builder.rebind, inlined
+                    fixed.add(msg)
+                else:
+                    msg = self.name_cotangent(v, msg, msgs.values())
             if type(binding.value) is Call:  # the common case first
                 _transpose_call(self, adj, binding, msg)
                 continue
