@@ -31,7 +31,7 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.op import HANDLERS, Op, attrs_key
+from ..ir.op import HANDLERS, Op
 from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
@@ -40,6 +40,7 @@ from . import rule_templates
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
 from .partial_eval import holds_closures, partial_eval
+from .transpose_keys import template_key
 
 
 class Undefined(ArrayMethods):
@@ -97,8 +98,10 @@ def _check_linear(binding: Binding, linear_positions: list[int]) -> None:
             f"operand(s) at position(s) {linear_positions}; the program is not linear")
 
 
-def _linear_vars(bindings, lin: set) -> None:
-    """Add every variable that depends on a linear one (nested blocks included)."""
+def _linear_vars(bindings, lin: set, coefficients: list | None = None) -> None:
+    """Add every variable that depends on a linear one (nested blocks included); and to
+    ``coefficients`` (when given) the bindings of ``bindings`` that do not, in order
+    (what ``_Transposer.coefficients`` copies, found without a second walk)."""
     for b in bindings:
         value = b.value
         if type(value) is Call and type(value.callee) is Op:  # the common case first
@@ -106,6 +109,9 @@ def _linear_vars(bindings, lin: set) -> None:
                 if a in lin if type(a) is Var else (type(a) is Tuple and _mentions(a, lin)):
                     lin.add(b.var)
                     break
+            else:
+                if coefficients is not None:
+                    coefficients.append(b)
             continue
         if isinstance(value, While):
             _loop_linear_vars(value, lin)
@@ -114,6 +120,8 @@ def _linear_vars(bindings, lin: set) -> None:
                 _linear_vars(inner.bindings, lin)
         if any(v in lin for v in vars_used(value)):
             lin.add(b.var)
+        elif coefficients is not None:
+            coefficients.append(b)
 
 
 def _loop_linear_vars(loop: While, lin: set) -> None:
@@ -195,8 +203,10 @@ class _Transposer:
                           if rule_templates.ENABLED else None)
         self.held: list = []  # the type objects whose identities template keys hold
 
-    def coefficients(self, bindings) -> None:
-        self.copy.emit_bindings([b for b in bindings if b.var not in self.lin])
+    def coefficients(self, bindings, known: bool = False) -> None:
+        """Copy the bindings that are not linear (all of ``bindings`` when ``known``)."""
+        self.copy.emit_bindings(bindings if known else
+                                [b for b in bindings if b.var not in self.lin])
         self.fixed.update(v for v in self.copy.subst.values() if isinstance(v, Var))
 
     def name_cotangent(self, v: Var, msg, others=()):
@@ -265,7 +275,7 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
     if not isinstance(value.callee, Op):
         raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
     args = value.args
-    keyed = _template_key(tr, binding, msg) if tr.templates is not None else None
+    keyed = template_key(tr, binding, msg) if tr.templates is not None else None
     if keyed is None:
         lin = tr.lin
         positions = [i for i, a in enumerate(args)
@@ -321,109 +331,6 @@ def _run_rule(tr: _Transposer, adj: Adjoints, binding: Binding, msg, positions) 
         fitted.append(None if p is None else adj.fit(p, arg_type(value.args[i])))
     prune(tr.b.bindings, start, [f for f in fitted if f is not None])
     return fitted
-
-
-def _template_key(tr: _Transposer, binding: Binding, msg):
-    """(key, inputs, linear positions) of ``binding``'s transposition for
-    ``rule_templates``, or None when it is no key: a cotangent, result or operand
-    that is not a variable of array type, an attribute without an exact key, a rule
-    that is not a built-in one. The key holds type identities: ``_run_rule`` keeps the
-    type objects of every expansion it records alive (``tr.held``), so an identity in
-    a recorded key is its object's while the cache lives.
-
-    The key is (op, attributes, result type, cotangent type, then per operand -1 when
-    it is linear and its type's identity), with which inputs alias appended when some
-    do; a call of one or two operands (most of a linear program) is keyed by code of
-    its own, the same key without a list to build."""
-    if type(msg) is not Var:
-        return None
-    v, value = binding.var, binding.value
-    callee = value.callee
-    vt, mt = v.type, msg.type
-    if type(vt) is not TensorType or type(mt) is not TensorType:
-        return None
-    if not tr.templates.cacheable_rule(callee):
-        return None
-    attrs = value.attrs
-    ak = attrs_key(attrs) if attrs else ()
-    if ak is None:
-        return None
-    args = value.args
-    n = len(args)
-    if n == 2 or n == 1:
-        a = args[0]
-        if type(a) is not Var:
-            return None
-        lin = tr.lin
-        if a in lin:
-            a_lin, ka = True, id(a.type)
-        else:
-            a = tr.copy.subst.get(a, a)
-            if type(a) is not Var:
-                return None
-            a_lin, ka = False, id(a.type)
-        if type(a.type) is not TensorType:
-            return None
-        if n == 1:
-            if a_lin:
-                return (callee, ak, id(vt), id(mt), -1, ka), [msg], [0]
-            key = (callee, ak, id(vt), id(mt), ka)
-            return (key + ((0, 0),) if a is msg else key), [msg, a], []
-        b = args[1]
-        if type(b) is not Var:
-            return None
-        if b in lin:
-            b_lin, kb = True, id(b.type)
-        else:
-            b = tr.copy.subst.get(b, b)
-            if type(b) is not Var:
-                return None
-            b_lin, kb = False, id(b.type)
-        if type(b.type) is not TensorType:
-            return None
-        if a_lin:
-            if b_lin:
-                return (callee, ak, id(vt), id(mt), -1, ka, -1, kb), [msg], [0, 1]
-            key = (callee, ak, id(vt), id(mt), -1, ka, kb)
-            return (key + ((0, 0),) if b is msg else key), [msg, b], [0]
-        if b_lin:
-            key = (callee, ak, id(vt), id(mt), ka, -1, kb)
-            return (key + ((0, 0),) if a is msg else key), [msg, a], [1]
-        inputs = [msg, a, b]
-        key = (callee, ak, id(vt), id(mt), ka, kb)
-        if a is msg or b is msg or a is b:  # which inputs alias: part of the key
-            key += (tuple([inputs.index(x) for x in inputs]),)
-        return key, inputs, []
-    return _template_key_general(tr, callee, ak, vt, mt, args, msg)
-
-
-def _template_key_general(tr: _Transposer, callee, ak, vt, mt, args, msg):
-    """``_template_key`` of a call of any number of operands."""
-    lin, subst = tr.lin, tr.copy.subst
-    inputs = [msg]
-    positions = []
-    key = [callee, ak, id(vt), id(mt)]
-    i = 0
-    for a in args:
-        if type(a) is not Var:
-            return None
-        if a in lin:
-            positions.append(i)
-            key.append(-1)
-        else:
-            a = subst.get(a, a)
-            if type(a) is not Var:
-                return None
-            inputs.append(a)
-        at = a.type
-        if type(at) is not TensorType:
-            return None
-        key.append(id(at))
-        i += 1
-    if len(inputs) > 2 or (len(inputs) == 2 and inputs[0] is inputs[1]):
-        if len(set(inputs)) < len(inputs):  # which inputs alias: part of the key
-            key.append(tuple([inputs.index(x) for x in inputs]))
-    return tuple(key), inputs, positions
 
 
 def _transpose_getitem(tr, adj, binding, msg) -> None:
@@ -601,7 +508,8 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
             raise TransposeError(f"transpose: unknown parameter(s) in {names}; parameters "
                                  f"are {[p.name for p in fn.params]}")
     lin = set(lin_params)
-    _linear_vars(fn.body.bindings, lin)
+    coefficients: list = []
+    _linear_vars(fn.body.bindings, lin, coefficients)
     # a function defining no closure before partial evaluation defines none after it
     for b in fn.body.bindings if closures else ():
         if isinstance(b.value, Function):
@@ -616,7 +524,7 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
         ct = Var("cotangent", fn.ret_type)
         trace.builder.params = others + [ct]
         tr.fixed.update(others + [ct])
-        tr.coefficients(fn.body.bindings)
+        tr.coefficients(coefficients, known=True)
         msgs = tr.sweep(fn.body.bindings, fn.body.result, ct, lin_params)
         for k, p in enumerate(lin_params):
             msgs[k] = tr.name_cotangent(p, msgs[k], msgs[:k] + msgs[k + 1:])
