@@ -21,6 +21,7 @@ from .nodes import (
     TupleGetItem,
     Var,
     While,
+    typed_var,
 )
 from .op import Op
 
@@ -177,7 +178,7 @@ class Mutator:
         return x
 
     def copy_var(self, v: Var) -> Var:
-        nv = Var(v.name, v.type)
+        nv = typed_var(v.name, v.type)
         self.subst[v] = nv
         return nv
 
@@ -260,7 +261,7 @@ class Mutator:
             if type(new) is Tuple or new.type is not a.type:
                 return builder.emit(call, binding.var.name)
         # the operands keep their types, so does the result: Builder.emit_typed, inlined
-        var = Var(binding.var.name or builder.fresh_name(), binding.var.type)
+        var = typed_var(binding.var.name or builder.fresh_name(), binding.var.type)
         builder._frames[-1].append(Binding(var, call))
         return var
 

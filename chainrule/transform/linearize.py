@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
 from ..ir.infer import arg_type
-from ..ir.nodes import Binding, Block, Call, Function, Module, Tuple, Var
+from ..ir.nodes import Binding, Block, Call, Function, Module, Tuple, Var, typed_var
 from ..ir.op import Op
 from ..ir.types import TensorType
 from ..ir.visitor import Mutator, substitute_vars, vars_used
@@ -112,7 +112,7 @@ def _substituted(atom, sub: dict):
 
 def _residual_param(v: Var) -> Var:
     """The tangent function's parameter for the residual ``v``."""
-    return Var(v.name if v.name.endswith("_res") else f"{v.name}_res", v.type)
+    return typed_var(v.name if v.name.endswith("_res") else f"{v.name}_res", v.type)
 
 
 def _residuals(tangent: list, dresult, candidates: set) -> list:

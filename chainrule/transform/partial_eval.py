@@ -66,7 +66,7 @@ def _defines_closure_or_calls(fn: Function, calls) -> bool:
 
 def holds_closures(fn: Function) -> bool:
     """Whether ``fn`` defines closures or calls function values (anywhere inside)."""
-    return _defines_closure_or_calls(fn, lambda callee: isinstance(callee, Var))
+    return closure_facts(fn)[1]  # its walk tests callees inline (no call per binding)
 
 
 def may_inline(module: Module) -> bool:

@@ -30,6 +30,7 @@ from ..ir.nodes import (
     TupleGetItem,
     Var,
     While,
+    typed_var,
 )
 from ..ir.op import HANDLERS, Op
 from ..ir.types import ListType, TensorType, TupleType, has_float
@@ -255,7 +256,7 @@ class _Transposer:
                     # name_cotangent's common case, inlined: the message was just
                     # emitted (nothing reads it yet) and no other message holds it
                     old = frame[-1]
-                    msg = Var(f"{v.name}_ct", msg.type)
+                    msg = typed_var(f"{v.name}_ct", msg.type)
                     frame[-1] = Binding(msg, old.value)  # Builder.rebind, inlined
                     fixed.add(msg)
                 else:
