@@ -257,25 +257,27 @@ def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     nonzero = [t for t in tangents if t is not None]
     if not nonzero:
         return
-    start = len(sweep.b._frames[-1])
     templates = sweep.ctx.templates
-    key = None
+    key = template = None
     if templates is not None and templates.cacheable_rule(op):
         key = _key(op, call.attrs, new, args, tangents, nonzero)
-    if key is None:
-        total = _tangent(sweep, binding, new, tangents)
-    else:
-        template = templates.entries.get(key)
-        if type(template) is Template:  # RuleTemplates.expand's common case, inlined
-            if template.last_out == 0 and type(binding.var.type) is TensorType:
-                # the tangent is the last binding: made as set_tangent would rename it
+        if key is not None:
+            template = templates.entries.get(key)
+            if (type(template) is Template and template.last_out == 0
+                    and type(binding.var.type) is TensorType):
+                # RuleTemplates.expand's common case, inlined; the tangent is the last
+                # binding: made as set_tangent would rename it
                 sweep.tangents[binding.var] = template.replay(
                     (new, *args, *nonzero), sweep.b, f"{new.name}_dot")[0]
                 return
-            total = template.replay((new, *args, *nonzero), sweep.b)[0]
-        else:
-            total = templates.expand(key, (new, *args, *nonzero), sweep.trace, _tangent_one,
-                                     sweep, binding, new, tangents)[0]
+    start = len(sweep.b._frames[-1])
+    if key is None:
+        total = _tangent(sweep, binding, new, tangents)
+    elif type(template) is Template:  # RuleTemplates.expand's common case, inlined
+        total = template.replay((new, *args, *nonzero), sweep.b)[0]
+    else:
+        total = templates.expand(key, (new, *args, *nonzero), sweep.trace, _tangent_one,
+                                 sweep, binding, new, tangents)[0]
     sweep.set_tangent(binding.var, total, new, start)
 
 
