@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..errors import ChainruleError, TypeInferenceError
 from .infer import arg_type, infer_value, simple_block_type, type_call
-from .nodes import Binding, Block, Call, Constant, Function, Module, Tuple, Var, is_arg
+from .nodes import Binding, Block, Call, Constant, Function, Module, Tuple, Var, is_arg, typed_var
 from .op import Op
 from .types import FuncType, Type
 
@@ -90,7 +90,7 @@ class Builder:
 
     def emit_typed(self, value, type: Type, name: str | None = None) -> Var:
         """Bind ``value`` whose type the caller knows (a copy of a checked binding)."""
-        var = Var(self.fresh_name(name), type)
+        var = typed_var(self.fresh_name(name), type)
         self._frames[-1].append(Binding(var, value))
         return var
 
@@ -118,7 +118,7 @@ class Builder:
         emitted a moment ago, before anything uses it: no node changes)."""
         frame = self._frames[-1]
         old = frame[index]
-        new = Var(name, old.var.type)
+        new = typed_var(name, old.var.type)
         frame[index] = Binding(new, old.value)
         return new
 

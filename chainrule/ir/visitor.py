@@ -21,6 +21,7 @@ from .nodes import (
     TupleGetItem,
     Var,
     While,
+    typed_var,
 )
 from .op import Op
 
@@ -177,7 +178,7 @@ class Mutator:
         return x
 
     def copy_var(self, v: Var) -> Var:
-        nv = Var(v.name, v.type)
+        nv = typed_var(v.name, v.type)
         self.subst[v] = nv
         return nv
 
@@ -224,7 +225,7 @@ class Mutator:
         for binding in bindings:
             old = binding.value
             if copying and type(old) is Call and type(old.callee) is Op:
-                self.subst[binding.var] = self._copy_op_call(binding)
+                self.subst[binding.var] = self.copy_op_call(binding)
                 continue
             new = self.rewrite(binding)
             if new is None:
@@ -242,23 +243,27 @@ class Mutator:
                 var = b.emit(new, binding.var.name)
             self.subst[binding.var] = var
 
-    def _copy_op_call(self, binding: Binding) -> Var:
-        """``binding``, an op call, copied with its operands substituted (``value()`` and
-        ``atom()`` inlined: most bindings are op calls); its type is the old one when the
-        operands keep theirs."""
+    def copy_op_call(self, binding: Binding, args: list | None = None) -> Var:
+        """Emit a copy of ``binding``, a call of an op, with its operands substituted
+        through ``subst`` (or given as ``args``, already substituted); returns the new
+        variable (the caller records it in ``subst``). Its type is the old one when the
+        operands keep theirs (no inference). This is ``emit_bindings``' path for an op
+        call (``value()`` and ``atom()`` inlined: most bindings are op calls), public for
+        passes that copy one binding at a time (the jvp pass copies each primal binding
+        before its tangent, having substituted the operands for its own use)."""
         old = binding.value
-        get = self.subst.get
-        args = []
-        same_types = True
-        for a in old.args:
-            new = get(a, a) if type(a) is Var else self.atom(a)
-            if same_types and (type(new) is Tuple or new.type is not a.type):
-                same_types = False
-            args.append(new)
+        if args is None:
+            get = self.subst.get
+            args = [get(a, a) if type(a) is Var else self.atom(a) for a in old.args]
         call = old.with_args(old.callee, args)
-        if same_types:
-            return self.builder.emit_typed(call, binding.var.type, binding.var.name)
-        return self.builder.emit(call, binding.var.name)
+        builder = self.builder
+        for new, a in zip(args, old.args):
+            if type(new) is Tuple or new.type is not a.type:
+                return builder.emit(call, binding.var.name)
+        # the operands keep their types, so does the result: Builder.emit_typed, inlined
+        var = typed_var(binding.var.name or builder.fresh_name(), binding.var.type)
+        builder._frames[-1].append(Binding(var, call))
+        return var
 
     def function(self, fn: Function) -> Function:
         params = [self.copy_var(p) for p in fn.params]

@@ -109,13 +109,19 @@ class _Context:
         return jname
 
 
-def _all_bindings(block):
+def _callees(block) -> set:
+    """The callees of the calls in ``block`` (nested blocks included)."""
+    out: set = set()
+    add = out.add
     stack = [block]
     while stack:
-        blk = stack.pop()
-        for b in blk.bindings:
-            yield b
-            stack.extend(nested_blocks(b.value))
+        for b in stack.pop().bindings:
+            value = b.value
+            if type(value) is Call:  # the common case first: no nested block
+                add(value.callee)
+            else:
+                stack.extend(nested_blocks(value))
+    return out
 
 
 class _ForwardSweep:
@@ -130,10 +136,9 @@ class _ForwardSweep:
         self.tangents: dict[Var, object] = {}  # absent: a symbolic zero (see Adjoints)
         self.closures: dict = {}  # a closure defined here -> its duals (jvp_closures.py)
         self.zero_result = False
-        missing = sorted({b.value.callee.name for b in _all_bindings(fn.body)
-                          if isinstance(b.value, Call) and isinstance(b.value.callee, Op)
-                          and not has_jvp(b.value.callee)
-                          and b.value.callee not in STACK_FORWARD})
+        # each distinct callee checked once (a long program calls a few ops many times)
+        missing = sorted(c.name for c in _callees(fn.body) if isinstance(c, Op)
+                         and not has_jvp(c) and c not in STACK_FORWARD)
         if missing:
             raise NoRuleError(f"no JVP rule for: {', '.join(missing)} "
                               f"(register one with chainrule.rules.register_jvp)")
@@ -169,7 +174,12 @@ class _ForwardSweep:
 
     def bindings(self, bindings) -> None:
         for binding in bindings:
-            handler = _FORWARD.get(type(binding.value))
+            value = binding.value
+            if (type(value) is Call and type(value.callee) is Op
+                    and value.callee not in STACK_FORWARD):
+                _op_forward(self, binding)  # _call_forward's common case, dispatched here
+                continue
+            handler = _FORWARD.get(type(value))
             if handler is None:
                 raise GradientError(f"{binding.var.name}: forward mode through "
                                     f"{type(binding.value).__name__} is not supported")
@@ -233,38 +243,41 @@ def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     call = binding.value
     op = call.callee
     copy = sweep.copy
-    # the copy of an op call (Mutator.emit_bindings' own path, for one binding)
-    new = copy.subst[binding.var] = copy._copy_op_call(binding)
-    if not op.differentiable:
-        return
     olds = call.args
     plain = Tuple not in map(type, olds)  # atoms only: looked up directly
+    # the copy of an op call (Mutator.emit_bindings' own path, for one binding), from
+    # the substituted operands the template key reads too
+    subst = copy.subst
+    args = list(map(subst.get, olds, olds)) if plain else [copy.atom(a) for a in olds]
+    new = subst[binding.var] = copy.copy_op_call(binding, args)
+    if not op.differentiable:
+        return
     tangents = (list(map(sweep.tangents.get, olds)) if plain
                 else [sweep.tangent(a) for a in olds])
     nonzero = [t for t in tangents if t is not None]
     if not nonzero:
         return
-    start = len(sweep.b._frames[-1])
     templates = sweep.ctx.templates
-    key = None
+    key = template = None
     if templates is not None and templates.cacheable_rule(op):
-        subst = copy.subst.get
-        args = list(map(subst, olds, olds)) if plain else [copy.atom(a) for a in olds]
         key = _key(op, call.attrs, new, args, tangents, nonzero)
-    if key is None:
-        total = _tangent(sweep, binding, new, tangents)
-    else:
-        template = templates.entries.get(key)
-        if type(template) is Template:  # RuleTemplates.expand's common case, inlined
-            if template.last_out == 0 and type(binding.var.type) is TensorType:
-                # the tangent is the last binding: made as set_tangent would rename it
+        if key is not None:
+            template = templates.entries.get(key)
+            if (type(template) is Template and template.last_out == 0
+                    and type(binding.var.type) is TensorType):
+                # RuleTemplates.expand's common case, inlined; the tangent is the last
+                # binding: made as set_tangent would rename it
                 sweep.tangents[binding.var] = template.replay(
                     (new, *args, *nonzero), sweep.b, f"{new.name}_dot")[0]
                 return
-            total = template.replay((new, *args, *nonzero), sweep.b)[0]
-        else:
-            total = templates.expand(key, (new, *args, *nonzero), sweep.trace, _tangent_one,
-                                     sweep, binding, new, tangents)[0]
+    start = len(sweep.b._frames[-1])
+    if key is None:
+        total = _tangent(sweep, binding, new, tangents)
+    elif type(template) is Template:  # RuleTemplates.expand's common case, inlined
+        total = template.replay((new, *args, *nonzero), sweep.b)[0]
+    else:
+        total = templates.expand(key, (new, *args, *nonzero), sweep.trace, _tangent_one,
+                                 sweep, binding, new, tangents)[0]
     sweep.set_tangent(binding.var, total, new, start)
 
 

@@ -10,28 +10,33 @@ residuals.
 
 from __future__ import annotations
 
-from ..errors import CompiledHigherOrderError
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
 from ..ir.infer import arg_type
-from ..ir.nodes import Block, Call, Function, Module, Tuple, Var
+from ..ir.nodes import Binding, Block, Call, Function, Module, Tuple, Var, typed_var
 from ..ir.op import Op
 from ..ir.types import TensorType
 from ..ir.visitor import Mutator, substitute_vars, vars_used
 from .base import OptionsPass, register_pass
 from .inline import inline
 from .jvp import jvp_with_loop_splits
-from .partial_eval import holds_closures, may_inline, partial_eval
-from .unzip import Unzip
+from .partial_eval import closure_facts, holds_closures, partial_eval
+from .unzip import Unzip, refuse_calls
 
 
 @collector_paused
 def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     """Add ``<func>_primal`` and ``<func>_tangent`` (see the module docstring); ``wrt``
     as for ``jvp``: the parameter positions the tangent program takes tangents of."""
-    if may_inline(module):  # calls of non-recursive functions become straight-line code
+    # one walk per function answers may_inline and, when nothing is inlined,
+    # holds_closures
+    facts = {name: closure_facts(fn) for name, fn in module.functions.items()}
+    holds = facts[func][1] if func in facts else holds_closures(module[func])
+    if any(inlinable for inlinable, _ in facts.values()):
+        # calls of non-recursive functions become straight-line code
         module = inline(module)
-    if holds_closures(module[func]):
+        holds = holds_closures(module[func])
+    if holds:
         # closures and calls of function values: partial evaluation applies the ones whose
         # definition is known, as Relay does, so the unzipped program is first-order
         module = partial_eval(module)
@@ -39,50 +44,26 @@ def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     jm, loop_splits = jvp_with_loop_splits(module, func, wrt)
     jf = jm[f"{func}_jvp"]
     n = len(base.params)
-    for b in jf.body.bindings:
-        v = b.value
-        if type(v) is Call and type(v.callee) is not Op and not isinstance(v.callee, Op):
-            raise CompiledHigherOrderError(
-                f"linearize: {b.var.name} calls a recursive module function, which is not "
-                f"unzipped; the API falls back to jvp")
     uz = Unzip(jf.params[n:], loop_splits)
-    primal, tangent = uz.block(jf.body.bindings)
+    try:  # a call of a module function at the top level is refused as it is met
+        primal, tangent = uz.block(jf.body.bindings, top=True)
+    except Exception:
+        # ... and before any other refusal, as if the bindings were checked first
+        refuse_calls(jf.body.bindings)
+        raise
     dresult = jf.body.result.fields[1]
     # argument-free ops (zeros) needed by the tangent side are recomputed there
-    moved = [b for b in primal if type(b.value) is Call and not b.value.args
-             and isinstance(b.value.callee, Op) and isinstance(b.var.type, TensorType)]
-    # the residuals: primal values the tangent side reads, in first-use order
-    candidates = set(jf.params[:n])
-    candidates.update(b.var for b in primal)
-    candidates.difference_update(b.var for b in moved)
-    needed = []
-
-    def read(v) -> None:
-        if v in candidates:  # first read: a residual, read at most once from here on
-            candidates.discard(v)
-            needed.append(v)
-
-    for b in tangent:
-        value = b.value
-        if type(value) is Call and type(value.callee) is Op:  # the common case first
-            for a in value.args:
-                if type(a) is Var:
-                    read(a)
-                elif type(a) is Tuple:
-                    for v in vars_used(a):
-                        read(v)
-        else:
-            for v in vars_used(value):
-                read(v)
-    for v in vars_used(Tuple([dresult])):
-        read(v)
-
-    res_params = [Var(v.name if v.name.endswith("_res") else f"{v.name}_res", v.type)
-                  for v in needed]
+    moved = [b for b in uz.argument_free if isinstance(b.var.type, TensorType)]
     if _shareable(uz, jf, base):
-        prim, tang = _shared(jf, n, primal, moved, tangent, needed, res_params)
+        prim, tang = _shared(jf, n, primal, moved, tangent, uz.tangent)
     else:
-        prim, tang = _copied(jm, jf, n, primal, moved + tangent, needed, res_params)
+        # the residuals: primal values the tangent side reads, in first-use order
+        candidates = set(jf.params[:n])
+        candidates.update(b.var for b in primal)
+        candidates.difference_update(b.var for b in moved)
+        needed = _residuals(tangent, dresult, candidates)
+        prim, tang = _copied(jm, jf, n, primal, moved + tangent, needed,
+                             [_residual_param(v) for v in needed])
     funcs = dict(module.functions)
     funcs[f"{func}_primal"] = prim
     funcs[f"{func}_tangent"] = tang
@@ -121,22 +102,107 @@ def _copied(jm: Module, jf: Function, n: int, primal: list, tangent: list, neede
     return prim, t.builder.finish_function(t.atom(dresult))
 
 
-def _shared(jf: Function, n: int, primal: list, moved: list, tangent: list, needed: list,
-            res_params: list) -> tuple[Function, Function]:
+def _substituted(atom, sub: dict):
+    """``atom`` (a variable, constant or tuple of them) with variables replaced
+    through ``sub``."""
+    if type(atom) is Tuple:
+        return Tuple([_substituted(f, sub) for f in atom.fields])
+    return sub.get(atom, atom) if type(atom) is Var else atom
+
+
+def _residual_param(v: Var) -> Var:
+    """The tangent function's parameter for the residual ``v``."""
+    return typed_var(v.name if v.name.endswith("_res") else f"{v.name}_res", v.type)
+
+
+def _residuals(tangent: list, dresult, candidates: set) -> list:
+    """The ``candidates`` (primal values) that the tangent bindings or the result
+    tangent read, in first-use order (each taken out of ``candidates`` when read)."""
+    needed = []
+
+    def read(v) -> None:
+        if v in candidates:  # first read: a residual, read at most once from here on
+            candidates.discard(v)
+            needed.append(v)
+
+    for b in tangent:
+        value = b.value
+        if type(value) is Call and type(value.callee) is Op:  # the common case first
+            for a in value.args:
+                if type(a) is Var:
+                    read(a)
+                elif type(a) is Tuple:
+                    for v in vars_used(a):
+                        read(v)
+        else:
+            for v in vars_used(value):
+                read(v)
+    for v in vars_used(Tuple([dresult])):
+        read(v)
+    return needed
+
+
+def _shared(jf: Function, n: int, primal: list, moved: list, tangent: list,
+            tangent_vars: set) -> tuple[Function, Function]:
     """The primal and tangent functions of a straight-line unzip, made of the jvp
     function's own bindings (a program no one else holds: the same text as copies,
     without copying every binding): the tangent side's reads of residuals become its
-    parameters, and the argument-free bindings both sides compute get new variables on
-    the tangent side, so no variable is bound in both functions."""
+    parameters, and the argument-free bindings both sides compute (``moved``) get new
+    variables on the tangent side, so no variable is bound in both functions.
+
+    A variable the tangent side reads is a tangent (in ``tangent_vars``), a moved
+    binding's or else a residual (a primal parameter or binding: nothing else is in
+    scope of a straight-line function). The residuals are found and substituted in one
+    walk over the tangent bindings (what ``_residuals`` then ``substitute_vars`` do in
+    two): an op call, the common case, is rebuilt here when it reads a residual or a
+    moved binding; any other binding leaves the substitution to ``substitute_vars``."""
     result, dresult = jf.body.result.fields
+    sub = {b.var: Var(b.var.name, b.var.type) for b in moved}
+    bindings = [Binding(sub[b.var], b.value) for b in moved]
+    needed = []
+
+    def residual(v: Var) -> None:  # the first read of a residual
+        needed.append(v)
+        sub[v] = _residual_param(v)
+
+    general = False  # a binding this walk does not rebuild: substitute_vars does
+    for b in tangent:
+        value = b.value
+        if type(value) is Call and type(value.callee) is Op:  # the common case first
+            changed = False
+            for a in value.args:
+                if type(a) is Var:
+                    if a in sub:
+                        changed = True
+                    elif a not in tangent_vars:
+                        residual(a)
+                        changed = True
+                elif type(a) is Tuple:
+                    general = True
+                    for v in vars_used(a):
+                        if v not in sub and v not in tangent_vars:
+                            residual(v)
+            if changed and not general:
+                get = sub.get
+                b = Binding(b.var, value.with_args(value.callee,
+                                                   [get(a, a) for a in value.args]))
+        else:
+            general = True
+            for v in vars_used(value):
+                if v not in sub and v not in tangent_vars:
+                    residual(v)
+        bindings.append(b)
+    for v in vars_used(Tuple([dresult])):
+        if v not in sub and v not in tangent_vars:
+            residual(v)
     out = Tuple([result, Tuple(list(needed))])
     prim = Function(jf.params[:n], Block(primal, out), arg_type(out))
-    sub = dict(zip(needed, res_params))
-    for b in moved:
-        sub[b.var] = Var(b.var.name, b.var.type)
-    tang = Function([*needed, *jf.params[n:]], Block(moved + tangent, dresult),
-                    arg_type(dresult))
-    return prim, substitute_vars(tang, sub)
+    if general:  # the bindings as they were, substituted in a second walk
+        tang = Function([*needed, *jf.params[n:]], Block(moved + tangent, dresult),
+                        arg_type(dresult))
+        return prim, substitute_vars(tang, sub)
+    return prim, Function([sub[v] for v in needed] + list(jf.params[n:]),
+                          Block(bindings, _substituted(dresult, sub)), arg_type(dresult))
 
 
 class Linearize(OptionsPass):

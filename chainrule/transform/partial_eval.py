@@ -66,7 +66,7 @@ def _defines_closure_or_calls(fn: Function, calls) -> bool:
 
 def holds_closures(fn: Function) -> bool:
     """Whether ``fn`` defines closures or calls function values (anywhere inside)."""
-    return _defines_closure_or_calls(fn, lambda callee: isinstance(callee, Var))
+    return closure_facts(fn)[1]  # its walk tests callees inline (no call per binding)
 
 
 def may_inline(module: Module) -> bool:
@@ -75,6 +75,30 @@ def may_inline(module: Module) -> bool:
     the same object, and a pass may skip it (one scan instead of its three)."""
     return any(_defines_closure_or_calls(fn, lambda callee: type(callee) is not Op)
                for fn in module.functions.values())
+
+
+def closure_facts(fn: Function) -> tuple[bool, bool]:
+    """``(may_inline, holds_closures)`` of ``fn`` alone, in one walk: whether it defines
+    a closure or calls anything but an op, and whether it defines a closure or calls a
+    function value (a pass asking both of a long program walks it once, not twice)."""
+    calls = False
+    stack = [fn.body]
+    while stack:
+        block = stack.pop()
+        for b in block.bindings:
+            v = b.value
+            t = type(v)
+            if t is Call:  # the common case first
+                callee = v.callee
+                if type(callee) is not Op:
+                    if isinstance(callee, Var):
+                        return True, True
+                    calls = True
+                continue
+            if t is Function:
+                return True, True
+            stack.extend(nested_blocks(v))
+    return calls, False
 
 
 class PartialEval(Pass):

@@ -30,8 +30,9 @@ from ..ir.nodes import (
     TupleGetItem,
     Var,
     While,
+    typed_var,
 )
-from ..ir.op import HANDLERS, Op, attrs_key
+from ..ir.op import HANDLERS, Op
 from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
 from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
@@ -40,6 +41,7 @@ from . import rule_templates
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
 from .partial_eval import holds_closures, partial_eval
+from .transpose_keys import template_key
 
 
 class Undefined(ArrayMethods):
@@ -97,8 +99,10 @@ def _check_linear(binding: Binding, linear_positions: list[int]) -> None:
             f"operand(s) at position(s) {linear_positions}; the program is not linear")
 
 
-def _linear_vars(bindings, lin: set) -> None:
-    """Add every variable that depends on a linear one (nested blocks included)."""
+def _linear_vars(bindings, lin: set, coefficients: list | None = None) -> None:
+    """Add every variable that depends on a linear one (nested blocks included); and to
+    ``coefficients`` (when given) the bindings of ``bindings`` that do not, in order
+    (what ``_Transposer.coefficients`` copies, found without a second walk)."""
     for b in bindings:
         value = b.value
         if type(value) is Call and type(value.callee) is Op:  # the common case first
@@ -106,6 +110,9 @@ def _linear_vars(bindings, lin: set) -> None:
                 if a in lin if type(a) is Var else (type(a) is Tuple and _mentions(a, lin)):
                     lin.add(b.var)
                     break
+            else:
+                if coefficients is not None:
+                    coefficients.append(b)
             continue
         if isinstance(value, While):
             _loop_linear_vars(value, lin)
@@ -114,6 +121,8 @@ def _linear_vars(bindings, lin: set) -> None:
                 _linear_vars(inner.bindings, lin)
         if any(v in lin for v in vars_used(value)):
             lin.add(b.var)
+        elif coefficients is not None:
+            coefficients.append(b)
 
 
 def _loop_linear_vars(loop: While, lin: set) -> None:
@@ -195,8 +204,10 @@ class _Transposer:
                           if rule_templates.ENABLED else None)
         self.held: list = []  # the type objects whose identities template keys hold
 
-    def coefficients(self, bindings) -> None:
-        self.copy.emit_bindings([b for b in bindings if b.var not in self.lin])
+    def coefficients(self, bindings, known: bool = False) -> None:
+        """Copy the bindings that are not linear (all of ``bindings`` when ``known``)."""
+        self.copy.emit_bindings(bindings if known else
+                                [b for b in bindings if b.var not in self.lin])
         self.fixed.update(v for v in self.copy.subst.values() if isinstance(v, Var))
 
     def name_cotangent(self, v: Var, msg, others=()):
@@ -240,7 +251,16 @@ class _Transposer:
             if msg is None or v not in lin:
                 continue
             if type(msg) is Var and msg not in fixed:
-                msg = self.name_cotangent(v, msg, msgs.values())
+                frame = self.b._frames[-1]
+                if frame and frame[-1].var is msg and _held_by_none(msg, msgs.values()):
+                    # name_cotangent's common case, inlined: the message was just
+                    # emitted (nothing reads it yet) and no other message holds it
+                    old = frame[-1]
+                    msg = typed_var(f"{v.name}_ct", msg.type)
+                    frame[-1] = Binding(msg, old.value)  # Builder.rebind, inlined
+                    fixed.add(msg)
+                else:
+                    msg = self.name_cotangent(v, msg, msgs.values())
             if type(binding.value) is Call:  # the common case first
                 _transpose_call(self, adj, binding, msg)
                 continue
@@ -256,7 +276,7 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
     if not isinstance(value.callee, Op):
         raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
     args = value.args
-    keyed = _template_key(tr, binding, msg) if tr.templates is not None else None
+    keyed = template_key(tr, binding, msg) if tr.templates is not None else None
     if keyed is None:
         lin = tr.lin
         positions = [i for i, a in enumerate(args)
@@ -264,8 +284,12 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
         partials = _run_rule(tr, adj, binding, msg, positions)
     else:
         key, inputs, positions = keyed
-        partials = tr.templates.expand(key, inputs, tr.trace, _run_rule,
-                                       tr, adj, binding, msg, positions)
+        template = tr.templates.entries.get(key)
+        if type(template) is rule_templates.Template:  # RuleTemplates.expand's common case
+            partials = template.replay(inputs, tr.b)
+        else:
+            partials = tr.templates.expand(key, inputs, tr.trace, _run_rule,
+                                           tr, adj, binding, msg, positions)
     msgs, lin = adj.msgs, tr.lin
     for i, atom in zip(positions, partials):
         if atom is None:
@@ -308,53 +332,6 @@ def _run_rule(tr: _Transposer, adj: Adjoints, binding: Binding, msg, positions) 
         fitted.append(None if p is None else adj.fit(p, arg_type(value.args[i])))
     prune(tr.b.bindings, start, [f for f in fitted if f is not None])
     return fitted
-
-
-def _template_key(tr: _Transposer, binding: Binding, msg):
-    """(key, inputs, linear positions) of ``binding``'s transposition for
-    ``rule_templates``, or None when it is no key: a cotangent, result or operand
-    that is not a variable of array type, an attribute without an exact key, a rule
-    that is not a built-in one. The key holds type identities: ``_run_rule`` keeps the
-    type objects of every expansion it records alive (``tr.held``), so an identity in
-    a recorded key is its object's while the cache lives."""
-    if type(msg) is not Var:
-        return None
-    v, value = binding.var, binding.value
-    callee = value.callee
-    vt, mt = v.type, msg.type
-    if type(vt) is not TensorType or type(mt) is not TensorType:
-        return None
-    if not tr.templates.cacheable_rule(callee):
-        return None
-    attrs = value.attrs
-    ak = attrs_key(attrs) if attrs else ()
-    if ak is None:
-        return None
-    lin, subst = tr.lin, tr.copy.subst
-    inputs = [msg]
-    positions = []
-    key = [callee, ak, id(vt), id(mt)]
-    i = 0
-    for a in value.args:
-        if type(a) is not Var:
-            return None
-        if a in lin:
-            positions.append(i)
-            key.append(-1)
-        else:
-            a = subst.get(a, a)
-            if type(a) is not Var:
-                return None
-            inputs.append(a)
-        at = a.type
-        if type(at) is not TensorType:
-            return None
-        key.append(id(at))
-        i += 1
-    if len(inputs) > 2 or (len(inputs) == 2 and inputs[0] is inputs[1]):
-        if len(set(inputs)) < len(inputs):  # which inputs alias: part of the key
-            key.append(tuple([inputs.index(x) for x in inputs]))
-    return tuple(key), inputs, positions
 
 
 def _transpose_getitem(tr, adj, binding, msg) -> None:
@@ -519,7 +496,8 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
     """Add ``<func>_transpose`` (see the module docstring); ``linear`` names the
     parameters the function is linear in (default: all float parameters)."""
     fn = module[func]
-    if holds_closures(fn):  # apply the closures whose definition is known (Relay's way)
+    closures = holds_closures(fn)
+    if closures:  # apply the closures whose definition is known (Relay's way)
         module = partial_eval(module)
         fn = module[func]
     if linear is None:
@@ -531,8 +509,10 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
             raise TransposeError(f"transpose: unknown parameter(s) in {names}; parameters "
                                  f"are {[p.name for p in fn.params]}")
     lin = set(lin_params)
-    _linear_vars(fn.body.bindings, lin)
-    for b in fn.body.bindings:
+    coefficients: list = []
+    _linear_vars(fn.body.bindings, lin, coefficients)
+    # a function defining no closure before partial evaluation defines none after it
+    for b in fn.body.bindings if closures else ():
         if isinstance(b.value, Function):
             raise TransposeError(
                 f"transpose: {b.var.name} is a closure that partial evaluation could not "
@@ -545,7 +525,7 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
         ct = Var("cotangent", fn.ret_type)
         trace.builder.params = others + [ct]
         tr.fixed.update(others + [ct])
-        tr.coefficients(fn.body.bindings)
+        tr.coefficients(coefficients, known=True)
         msgs = tr.sweep(fn.body.bindings, fn.body.result, ct, lin_params)
         for k, p in enumerate(lin_params):
             msgs[k] = tr.name_cotangent(p, msgs[k], msgs[:k] + msgs[k + 1:])

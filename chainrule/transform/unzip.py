@@ -48,11 +48,25 @@ def _atoms(x):
     return [x]
 
 
+def refuse_calls(bindings) -> None:
+    """Raise when one of ``bindings`` calls something other than an op: a recursive
+    module function (inlining left it), which is not unzipped."""
+    for b in bindings:
+        v = b.value
+        if type(v) is Call and type(v.callee) is not Op and not isinstance(v.callee, Op):
+            raise CompiledHigherOrderError(
+                f"linearize: {b.var.name} calls a recursive module function, which is not "
+                f"unzipped; the API falls back to jvp")
+
+
 class Unzip:
     """Splits bindings; ``tangent`` holds every variable that depends on a tangent."""
 
     def __init__(self, tangent_params, loop_splits=None):
         self.tangent: set[Var] = set(tangent_params)
+        # the top-level primal calls of an op without operands (zeros): recomputed by the
+        # tangent side rather than passed as residuals (linearize)
+        self.argument_free: list[Binding] = []
         self.loop_splits = loop_splits or {}
         self.split_ifs: dict[Var, tuple[Var, Var]] = {}  # jvp pair -> (primal If, tangent If)
         self.split_loops: dict[Var, tuple[Var, Var, int]] = {}
@@ -60,7 +74,10 @@ class Unzip:
     def is_tangent(self, value) -> bool:
         return any(map(self.tangent.__contains__, vars_used(value)))
 
-    def block(self, bindings) -> tuple[list, list]:
+    def block(self, bindings, top: bool = False) -> tuple[list, list]:
+        """The primal and tangent bindings of ``bindings``; ``top``: they are the jvp
+        function's own, where a call of a module function is refused (``refuse_calls``)
+        and the argument-free op calls are noted (``argument_free``)."""
         primal, tangent = [], []
         tangent_vars = self.tangent
         for b in bindings:
@@ -72,9 +89,13 @@ class Unzip:
                         break
                 else:
                     primal.append(b)
+                    if top and not v.args:
+                        self.argument_free.append(b)
                     continue
                 tangent_vars.add(b.var)
                 tangent.append(b)
+            elif top and type(v) is Call and not isinstance(v.callee, Op):
+                refuse_calls([b])
             elif isinstance(v, If) and self.is_tangent(v):
                 self._if(b, primal, tangent)
             elif isinstance(v, While) and self.is_tangent(v):
@@ -100,6 +121,8 @@ class Unzip:
                 tangent.append(b)
             else:
                 primal.append(b)
+                if top and type(v) is Call and not v.args and isinstance(v.callee, Op):
+                    self.argument_free.append(b)
         return primal, tangent
 
     def _needed(self, tangent_bindings, tangent_atoms, local_primal) -> list[Var]:
@@ -242,4 +265,4 @@ class Unzip:
         self.split_loops[b.var] = (ploop, tloop, n)
 
 
-__all__ = ["Unzip"]
+__all__ = ["Unzip", "refuse_calls"]
