@@ -30,6 +30,7 @@ from . import (
     _creation,
     _linalg,
     _math,
+    _more,
     _rearrange,
     _reduce_api,
     _reductions,
@@ -43,6 +44,7 @@ from ._core import *  # noqa: F403
 from ._creation import *  # noqa: F403
 from ._linalg import *  # noqa: F403
 from ._math import *  # noqa: F403
+from ._more import *  # noqa: F403
 from ._rearrange import *  # noqa: F403
 from ._reduce_api import *  # noqa: F403
 from ._reductions import *  # noqa: F403
@@ -50,7 +52,7 @@ from ._select import *  # noqa: F403
 from ._shapes import *  # noqa: F403
 from ._sorting import *  # noqa: F403
 
-_MODULES = (_complex, _core, _creation, _linalg, _math, _rearrange, _reduce_api, _reductions,
+_MODULES = (_complex, _core, _creation, _linalg, _math, _more, _rearrange, _reduce_api, _reductions,
             _select, _shapes, _sorting)
 __all__ = _assemble(globals(), "", [n for m in _MODULES for n in m.__all__])
 
