@@ -178,8 +178,13 @@ def modf(x):
     whole = _ops.trunc(x)
     infinite = _ops.isinf(x)
     finite = _ops.where(infinite, _np.zeros((), _dtype(x)), x)  # no inf - inf warning
-    frac = _ops.where(infinite, _ops.copysign(_np.zeros((), _dtype(x)), x),
+    # the fractional part has x's sign also when it is 0 (modf(-2.0) = -0.0, as C's):
+    # -(|x| - trunc(|x|)) for negative x, whose derivative is 1 as x - trunc(x)'s is
+    flipped = _ops.negative(finite)
+    frac = _ops.where(_ops.signbit(x),
+                      _ops.negative(_ops.subtract(flipped, _ops.trunc(flipped))),
                       _ops.subtract(finite, _ops.trunc(finite)))
+    frac = _ops.where(infinite, _ops.copysign(_np.zeros((), _dtype(x)), x), frac)
     return frac, whole
 
 
