@@ -65,6 +65,14 @@ PAIRS = [
      lambda x: (jnp.ediff1d(x, to_begin=x[0, :2]) ** 2).sum()),
     ("diagflat", lambda x: (cnp.diagflat(x[0], 1) @ cnp.diagflat(x[1], 1).T).sum(),
      lambda x: (jnp.diagflat(x[0], 1) @ jnp.diagflat(x[1], 1).T).sum()),
+    ("nanmedian", lambda x: (cnp.nanmedian(x, axis=1) ** 2).sum(),
+     lambda x: (jnp.nanmedian(x, axis=1) ** 2).sum()),
+    ("nanquantile", lambda x: (cnp.nanquantile(x, 0.3, axis=0) ** 2).sum(),
+     lambda x: (jnp.nanquantile(x, 0.3, axis=0) ** 2).sum()),
+    ("nanpercentile", lambda x: cnp.nanpercentile(x, 80.0),
+     lambda x: jnp.nanpercentile(x, 80.0)),
+    ("block", lambda x: (cnp.block([[x, x[:, :2]], [x[:1], x[:1, :2]]]) ** 2).sum(),
+     lambda x: (jnp.block([[x, x[:, :2]], [x[:1], x[:1, :2]]]) ** 2).sum()),
     ("unstack", lambda x: (cnp.unstack(x, axis=1)[2] ** 3).sum(),
      lambda x: (jnp.unstack(x, axis=1)[2] ** 3).sum()),
 ]
@@ -88,7 +96,8 @@ def test_derivatives_match_jax(name, f, g):
     np.testing.assert_allclose(jvp, want_jvp, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["cov", "corrcoef", "nanvar", "interp", "polyval", "vander"])
+@pytest.mark.parametrize("name", ["cov", "corrcoef", "nanvar", "nanmedian", "interp", "polyval",
+                                  "vander"])
 def test_second_order_matches_jax(name):
     _, f, g = next(p for p in PAIRS if p[0] == name)
     x = _with_nans(X) if name.startswith("nan") else X
@@ -145,10 +154,29 @@ def test_modf_of_infinities_matches_numpy():
     lambda: cnp.tril_indices_from(X[0]),
     lambda: cnp.diag_indices_from(X),
     lambda: cnp.ediff1d(np.arange(3), to_end=np.array([0.5])),
+    lambda: cnp.nanquantile(X, [0.2, 0.5]),
+    lambda: cnp.nanquantile(X, 1.5),
+    lambda: cnp.nanpercentile(X, 50, method="nearest"),
+    lambda: cnp.nanmedian(X + 1j),
+    lambda: cnp.isin(X, X, kind="table"),
+    lambda: cnp.block([]),
+    lambda: cnp.block([[X], X]),
+    lambda: cnp.block((X, X)),
 ])
 def test_refused_with_chainrule_errors(call):
     with pytest.raises(ChainruleError):
         call()
+
+
+def test_integer_arrays_have_no_nans():
+    a = np.arange(12).reshape(3, 4)
+    np.testing.assert_array_equal(cnp.nanmedian(a, axis=1), np.nanmedian(a, axis=1))
+    np.testing.assert_array_equal(cnp.nanquantile(a, 0.3), np.nanquantile(a, 0.3))
+
+
+def test_traced_q_is_refused():
+    with pytest.raises(ChainruleError, match="concrete scalar q"):
+        cr.grad(lambda q: cnp.nanquantile(X, q))(0.5)
 
 
 def test_refused_keywords_are_named():
