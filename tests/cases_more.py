@@ -150,4 +150,24 @@ CASES = [
          (U(2), U(3), U(5))),
     case("block", lambda a, b: cnp.block([a, b]), lambda a, b: np.block([a, b]),
          (U(3), U()), note="1-d"),
+    case("resize", lambda x: cnp.resize(x, (4, 3)), lambda x: np.resize(x, (4, 3)), U(5),
+         U(2, 2), U(0)),
+    case("resize", lambda x: cnp.resize(x, 3), lambda x: np.resize(x, 3), U(2, 4), note="int"),
+    case("compress", lambda x: cnp.compress([True, False, True], x, axis=1),
+         lambda x: np.compress([True, False, True], x, axis=1), U(2, 3), U(0, 3)),
+    case("compress", lambda x: cnp.compress([0, 1], x), lambda x: np.compress([0, 1], x),
+         U(2, 3), note="flat"),
+    case("unwrap", cnp.unwrap, np.unwrap, np.cumsum(U(12) * 4), U(3, 1),
+         np.array([0.0, np.pi, 0.0, -np.pi, 0.0])),
+    case("unwrap", lambda p: cnp.unwrap(p, 1.0, axis=0, period=3.0),
+         lambda p: np.unwrap(p, 1.0, axis=0, period=3.0), np.cumsum(U(6, 3) * 3, axis=0),
+         note="period"),
+    case("put_along_axis", lambda: _put(), lambda: np.array([[5.0, 0.0], [0.0, 5.0]]), (),
+         grad=False),
 ]
+
+
+def _put():
+    a = np.zeros((2, 2))
+    cnp.put_along_axis(a, np.array([[0], [1]]), 5.0, axis=1)
+    return a

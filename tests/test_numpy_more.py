@@ -9,7 +9,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.errors import ChainruleError
+from chainrule.errors import ChainruleError, ImmutableValueError
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -73,6 +73,12 @@ PAIRS = [
      lambda x: jnp.nanpercentile(x, 80.0)),
     ("block", lambda x: (cnp.block([[x, x[:, :2]], [x[:1], x[:1, :2]]]) ** 2).sum(),
      lambda x: (jnp.block([[x, x[:, :2]], [x[:1], x[:1, :2]]]) ** 2).sum()),
+    ("unwrap", lambda x: (cnp.unwrap(4 * x, axis=0) ** 2).sum(),
+     lambda x: (jnp.unwrap(4 * x, axis=0) ** 2).sum()),
+    ("resize", lambda x: (cnp.resize(x, (4, 7)) ** 2).sum(),
+     lambda x: (jnp.resize(x, (4, 7)) ** 2).sum()),
+    ("compress", lambda x: (cnp.compress([1, 0, 1, 1], x, axis=1) ** 2).sum(),
+     lambda x: (jnp.compress(np.array([1, 0, 1, 1], bool), x, axis=1) ** 2).sum()),
     ("unstack", lambda x: (cnp.unstack(x, axis=1)[2] ** 3).sum(),
      lambda x: (jnp.unstack(x, axis=1)[2] ** 3).sum()),
 ]
@@ -162,7 +168,14 @@ def test_modf_of_infinities_matches_numpy():
     lambda: cnp.block([]),
     lambda: cnp.block([[X], X]),
     lambda: cnp.block((X, X)),
+    lambda: cr.jit(lambda c: cnp.compress(c, X, axis=0))(np.array([True, False, True])),
+    lambda: cnp.compress(np.ones((2, 2), bool), X),
+    lambda: cnp.compress([0, 0, 0, 1], X, axis=0),
+    lambda: cr.jit(lambda x: cnp.unwrap(x, period=x[0, 0]))(X),
+    lambda: cr.jit(lambda x: cnp.resize(x, (-1, 2)))(X),
 ])
+
+
 def test_refused_with_chainrule_errors(call):
     with pytest.raises(ChainruleError):
         call()
@@ -184,3 +197,15 @@ def test_refused_keywords_are_named():
         cnp.cov(X, fweights=np.ones(5, int))
     with pytest.raises(ChainruleError, match="period="):
         cnp.interp(X, XP, FP, period=2.0)
+
+
+def test_put_along_axis_refuses_traced_values():
+    with pytest.raises(ImmutableValueError, match=r"\.at\[idx\]\.set"):
+        cr.grad(lambda x: cnp.put_along_axis(x, np.zeros((3, 1), int), 0.0, 1))(X)
+    with pytest.raises(ImmutableValueError):
+        cr.grad(lambda v: cnp.put_along_axis(np.zeros((3, 5)), np.zeros((3, 1), int), v, 1))(1.0)
+
+
+def test_copy_method_of_traced_values():
+    f = lambda x: (x.copy() * 2).sum()  # noqa: E731
+    np.testing.assert_allclose(cr.grad(f)(X), 2 * np.ones_like(X))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as _np
 
 from .. import ops as _ops
+from ..emit.methods import array_method
 from ..errors import ArgumentError
 from ..ir.op import is_dispatched as _is_dispatched
 from ._core import _scan_input, ravel
@@ -545,6 +546,9 @@ def copy(a, order="K", subok=False):
     """``np.copy``: chainrule values are immutable, so a traced value is its own copy."""
     a = _as_value(a)
     return a if _is_dispatched(a) else _np.copy(a, order=order)
+
+
+array_method("copy", copy)
 
 
 def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
