@@ -79,6 +79,11 @@ PAIRS = [
      lambda x: (jnp.resize(x, (4, 7)) ** 2).sum()),
     ("compress", lambda x: (cnp.compress([1, 0, 1, 1], x, axis=1) ** 2).sum(),
      lambda x: (jnp.compress(np.array([1, 0, 1, 1], bool), x, axis=1) ** 2).sum()),
+    ("choose", lambda x: (cnp.choose(np.array([[0, 1, 2, 1, 0]]), [x, x[:1] ** 2, 3 * x])
+                          ** 2).sum(),
+     lambda x: (jnp.choose(np.array([[0, 1, 2, 1, 0]]), [x, x[:1] ** 2, 3 * x]) ** 2).sum()),
+    ("sort_complex", lambda x: (cnp.real(cnp.sort_complex(x)) ** 3).sum(),
+     lambda x: (jnp.real(jnp.sort_complex(x)) ** 3).sum()),
     ("unstack", lambda x: (cnp.unstack(x, axis=1)[2] ** 3).sum(),
      lambda x: (jnp.unstack(x, axis=1)[2] ** 3).sum()),
 ]
@@ -173,6 +178,12 @@ def test_modf_of_infinities_matches_numpy():
     lambda: cnp.compress([0, 0, 0, 1], X, axis=0),
     lambda: cr.jit(lambda x: cnp.unwrap(x, period=x[0, 0]))(X),
     lambda: cr.jit(lambda x: cnp.resize(x, (-1, 2)))(X),
+    lambda: cnp.choose(np.array([0, 3]), [X[0, :2], X[1, :2]]),
+    lambda: cr.jit(lambda i: cnp.choose(i, [X[0, :2], X[1, :2]]))(np.array([0, 1])),
+    lambda: cnp.choose(np.array([0, 1]), [X[0, :2], X[1, :2]], mode="nearest"),
+    lambda: cnp.choose(np.array([0, 1]), [X[0, :2], X[1, :2]], out=np.zeros(2)),
+    lambda: cr.jit(lambda x: cnp.sort_complex(x + 1j))(X),
+    lambda: cr.jit(lambda x: cnp.sort_complex(x[0, 0]))(X),
 ])
 
 

@@ -1,6 +1,7 @@
 """More of NumPy's namespace (see ``_more``): ``resize``, ``compress`` (a concrete
-condition), ``unwrap`` and ``put_along_axis`` (NumPy's on NumPy arrays; refused on
-traced values and tape tensors, which are immutable), compositions of the other
+condition), ``unwrap``, ``choose``, ``sort_complex`` (real values) and
+``put_along_axis`` (NumPy's on NumPy arrays; refused on traced values and tape
+tensors, which are immutable), compositions of the other
 functions of ``chainrule.numpy``.
 
 >>> import numpy as np
@@ -14,14 +15,14 @@ from __future__ import annotations
 import numpy as _np
 
 from .. import ops as _ops
-from ..errors import ArgumentError, ImmutableValueError
+from ..errors import ArgumentError, ConcretizationError, ImmutableValueError
 from ..ir.op import is_dispatched as _is_dispatched
 from ._core import ravel
 from ._reductions import _axes
-from ._shapes import _as_value, concatenate
-from ._sorting import take
+from ._shapes import _as_value, _concrete, concatenate, stack
+from ._sorting import sort, take, take_along_axis
 
-__all__ = ["compress", "put_along_axis", "resize", "unwrap"]
+__all__ = ["choose", "compress", "put_along_axis", "resize", "sort_complex", "unwrap"]
 
 
 def _dtype(x) -> _np.dtype:
@@ -49,8 +50,9 @@ def compress(condition, a, axis=None, out=None):
     the concrete 1-D ``condition`` is true (missing entries count as false)."""
     if out is not None:
         raise ArgumentError("compress: out= is not supported (chainrule values are immutable)")
+    condition = _concrete(condition)
     if _is_dispatched(condition):
-        raise ArgumentError("compress: the condition decides the result's shape, so it must "
+        raise ConcretizationError("compress: the condition decides the result's shape, so it must "
                             "be concrete (not traced); use where() for a traced one")
     a = _as_value(a)
     if not _is_dispatched(a):
@@ -110,3 +112,53 @@ def put_along_axis(arr, indices, values, axis):
             "write arr = arr.at[idx].set(values) (JAX's functional update), idx the full "
             "index that indices gives along axis")
     return _np.put_along_axis(arr, indices, values, axis)
+
+
+def choose(a, choices, out=None, mode="raise"):
+    """``np.choose``: ``choices[a[i]][i]`` with everything broadcast; differentiable in
+    the choices. A traced ``a`` needs ``mode="wrap"`` or ``"clip"`` (its range cannot be
+    checked before the program runs)."""
+    if out is not None:
+        raise ArgumentError("choose: out= is not supported (chainrule values are immutable)")
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    values = [_as_value(c) for c in choices]
+    index = _as_value(_concrete(a))
+    if not (_is_dispatched(index) or any(_is_dispatched(v) for v in values)):
+        return _np.choose(index, values, mode=mode)
+    if _dtype(index).kind not in "biu":
+        raise TypeError("choose: the index array must hold integers")
+    n = len(values)
+    if n == 0:
+        raise ValueError("0-length sequence.")
+    if _is_dispatched(index):
+        if mode == "raise":
+            raise ArgumentError("choose: a traced index array needs mode='wrap' or 'clip' "
+                                "(mode='raise' would check its values before they exist)")
+    else:
+        index = _np.asarray(index, _np.int64)
+        if mode == "raise" and index.size and (index.min() < 0 or index.max() >= n):
+            raise ValueError("invalid entry in choice array")
+    if mode == "wrap":
+        index = _ops.remainder(index, n)
+    elif mode == "clip":
+        index = _ops.minimum(_ops.maximum(index, 0), n - 1)
+    shape = tuple(_np.broadcast_shapes(tuple(index.shape), *(tuple(v.shape) for v in values)))
+    stacked = stack([_ops.broadcast_to(v, shape) for v in values], axis=0)
+    picks = _ops.reshape(_ops.broadcast_to(_ops.astype(index, _np.int64), shape), (1, *shape))
+    return _ops.getitem(take_along_axis(stacked, picks, axis=0), 0)
+
+
+def sort_complex(a):
+    """``np.sort_complex`` of real values: sorted along the last axis, as complex
+    (complex64 for 8- and 16-bit integers, complex128 otherwise, as NumPy)."""
+    a = _as_value(a)
+    if not _is_dispatched(a):
+        return _np.sort_complex(a)
+    if _dtype(a).kind == "c":
+        raise ArgumentError("sort_complex: complex traced values are not supported")
+    if a.ndim == 0:  # as NumPy's (which sorts along the last axis)
+        raise _np.exceptions.AxisError(-1, 0)
+    b = sort(a, axis=-1)
+    wide = _np.complex64 if _dtype(a).char in "bhBH" else _np.complex128
+    return _ops.astype(b, wide)
