@@ -30,6 +30,9 @@ from . import (
     _creation,
     _linalg,
     _math,
+    _more,
+    _more_arrays,
+    _more_stats,
     _rearrange,
     _reduce_api,
     _reductions,
@@ -43,6 +46,9 @@ from ._core import *  # noqa: F403
 from ._creation import *  # noqa: F403
 from ._linalg import *  # noqa: F403
 from ._math import *  # noqa: F403
+from ._more import *  # noqa: F403
+from ._more_arrays import *  # noqa: F403
+from ._more_stats import *  # noqa: F403
 from ._rearrange import *  # noqa: F403
 from ._reduce_api import *  # noqa: F403
 from ._reductions import *  # noqa: F403
@@ -50,8 +56,8 @@ from ._select import *  # noqa: F403
 from ._shapes import *  # noqa: F403
 from ._sorting import *  # noqa: F403
 
-_MODULES = (_complex, _core, _creation, _linalg, _math, _rearrange, _reduce_api, _reductions,
-            _select, _shapes, _sorting)
+_MODULES = (_complex, _core, _creation, _linalg, _math, _more, _more_arrays, _more_stats,
+            _rearrange, _reduce_api, _reductions, _select, _shapes, _sorting)
 __all__ = _assemble(globals(), "", [n for m in _MODULES for n in m.__all__])
 
 from . import fft, linalg  # noqa: E402, F401  (submodules, assembled the same way)
