@@ -17,7 +17,8 @@ CPython's ``compile()`` of one huge function costs more per line and gigabytes.
 Memory: a backward liveness scan per block puts ``del`` after each last use,
 and an elementwise op whose operand dies there and was allocated by this
 function (never a parameter, constant or view) writes its result into that
-buffer with ``out=`` (``inplace=True``).
+buffer with ``out=`` (``inplace=True``), keeping the operand's Python name (a
+comment names the IR variable: fewer lines to compile, no alias or ``del``).
 
 >>> import numpy as np
 >>> import chainrule as cr
@@ -33,10 +34,9 @@ buffer with ``out=`` (``inplace=True``).
 def main(x, y):
     a = x * y
     del x, y
-    b = np.tanh(a, out=a)
+    a = np.tanh(a, out=a)  # b = a
+    s = a.sum()
     del a
-    s = b.sum()
-    del b
     return s
 >>> round(float(f(np.ones(3), np.ones(3))), 6)
 2.284782
