@@ -50,44 +50,22 @@ def _refuse(who: str, **given) -> None:
 
 
 # -- NumPy 2 aliases ----------------------------------------------------------------------
-def acos(x):
-    """``np.acos`` (``arccos``)."""
-    return _ops.arccos(x)
+def _alias(name: str, op_name: str):
+    op = getattr(_ops, op_name)
+
+    def alias(*args):
+        return op(*args)
+
+    alias.__name__ = alias.__qualname__ = name
+    alias.__doc__ = f"``np.{name}`` (``{op_name}``)."
+    return alias
 
 
-def acosh(x):
-    """``np.acosh`` (``arccosh``)."""
-    return _ops.arccosh(x)
-
-
-def asin(x):
-    """``np.asin`` (``arcsin``)."""
-    return _ops.arcsin(x)
-
-
-def asinh(x):
-    """``np.asinh`` (``arcsinh``)."""
-    return _ops.arcsinh(x)
-
-
-def atan(x):
-    """``np.atan`` (``arctan``)."""
-    return _ops.arctan(x)
-
-
-def atanh(x):
-    """``np.atanh`` (``arctanh``)."""
-    return _ops.arctanh(x)
-
-
-def atan2(x1, x2):
-    """``np.atan2`` (``arctan2``)."""
-    return _ops.arctan2(x1, x2)
-
-
-def pow(x1, x2):  # noqa: A001
-    """``np.pow`` (``power``)."""
-    return _ops.power(x1, x2)
+# NumPy 2's names for its inverse trigonometric functions and power
+_ALIASES = {"acos": "arccos", "acosh": "arccosh", "asin": "arcsin", "asinh": "arcsinh",
+            "atan": "arctan", "atanh": "arctanh", "atan2": "arctan2", "pow": "power"}
+acos, acosh, asin, asinh, atan, atanh, atan2, pow = (  # noqa: A001
+    _alias(name, op_name) for name, op_name in _ALIASES.items())
 
 
 def concat(arrays, /, *, axis=0):
