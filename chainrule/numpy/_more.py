@@ -392,26 +392,25 @@ def polyval(p, x):
     return y
 
 
-def polyadd(a1, a2):
-    """``np.polyadd``: the shorter padded with leading zeros."""
-    a1, a2 = _poly(a1, "polyadd"), _poly(a2, "polyadd")
+def _aligned(a1, a2, who: str):
+    """Two coefficient arrays, the shorter padded with leading zeros."""
+    a1, a2 = _poly(a1, who), _poly(a2, who)
     gap = a2.shape[0] - a1.shape[0]
     if gap > 0:
         a1 = concatenate([_np.zeros(gap, _dtype(a1)), a1])
     elif gap < 0:
         a2 = concatenate([_np.zeros(-gap, _dtype(a2)), a2])
-    return _ops.add(a1, a2)
+    return a1, a2
+
+
+def polyadd(a1, a2):
+    """``np.polyadd``: the shorter padded with leading zeros."""
+    return _ops.add(*_aligned(a1, a2, "polyadd"))
 
 
 def polysub(a1, a2):
     """``np.polysub``: the shorter padded with leading zeros."""
-    a1, a2 = _poly(a1, "polysub"), _poly(a2, "polysub")
-    gap = a2.shape[0] - a1.shape[0]
-    if gap > 0:
-        a1 = concatenate([_np.zeros(gap, _dtype(a1)), a1])
-    elif gap < 0:
-        a2 = concatenate([_np.zeros(-gap, _dtype(a2)), a2])
-    return _ops.subtract(a1, a2)
+    return _ops.subtract(*_aligned(a1, a2, "polysub"))
 
 
 def polymul(a1, a2):

@@ -45,35 +45,16 @@ def template_key(tr: _Transposer, binding: Binding, msg) -> tuple | None:
     args = value.args
     n = len(args)
     if n == 2 or n == 1:
-        a = args[0]
-        if type(a) is not Var:
-            return None
-        lin = tr.lin
-        if a in lin:
-            a_lin, ka = True, id(a.type)
-        else:
-            a = tr.copy.subst.get(a, a)
-            if type(a) is not Var:
-                return None
-            a_lin, ka = False, id(a.type)
-        if type(a.type) is not TensorType:
+        a, a_lin, ka = _operand(tr, args[0])
+        if a is None:
             return None
         if n == 1:
             if a_lin:
                 return (callee, ak, id(vt), id(mt), -1, ka), [msg], [0]
             key = (callee, ak, id(vt), id(mt), ka)
             return (key + ((0, 0),) if a is msg else key), [msg, a], []
-        b = args[1]
-        if type(b) is not Var:
-            return None
-        if b in lin:
-            b_lin, kb = True, id(b.type)
-        else:
-            b = tr.copy.subst.get(b, b)
-            if type(b) is not Var:
-                return None
-            b_lin, kb = False, id(b.type)
-        if type(b.type) is not TensorType:
+        b, b_lin, kb = _operand(tr, args[1])
+        if b is None:
             return None
         if a_lin:
             if b_lin:
@@ -91,29 +72,37 @@ def template_key(tr: _Transposer, binding: Binding, msg) -> tuple | None:
     return _template_key_general(tr, callee, ak, vt, mt, args, msg)
 
 
+def _operand(tr: _Transposer, x) -> tuple:
+    """(the operand as the transposed program names it, whether it is linear, its type's
+    identity), or (None, ...) for an operand a template cannot key: not a variable
+    (after substitution), or not a tensor."""
+    if type(x) is not Var:
+        return None, False, 0
+    linear = x in tr.lin
+    if not linear:
+        x = tr.copy.subst.get(x, x)
+        if type(x) is not Var:
+            return None, False, 0
+    if type(x.type) is not TensorType:
+        return None, False, 0
+    return x, linear, id(x.type)
+
+
 def _template_key_general(tr: _Transposer, callee, ak, vt, mt, args, msg):
     """``template_key`` of a call of any number of operands."""
-    lin, subst = tr.lin, tr.copy.subst
     inputs = [msg]
     positions = []
     key = [callee, ak, id(vt), id(mt)]
-    i = 0
-    for a in args:
-        if type(a) is not Var:
+    for i, a in enumerate(args):
+        a, linear, type_id = _operand(tr, a)
+        if a is None:
             return None
-        if a in lin:
+        if linear:
             positions.append(i)
             key.append(-1)
         else:
-            a = subst.get(a, a)
-            if type(a) is not Var:
-                return None
             inputs.append(a)
-        at = a.type
-        if type(at) is not TensorType:
-            return None
-        key.append(id(at))
-        i += 1
+        key.append(type_id)
     if len(inputs) > 2 or (len(inputs) == 2 and inputs[0] is inputs[1]):
         if len(set(inputs)) < len(inputs):  # which inputs alias: part of the key
             key.append(tuple([inputs.index(x) for x in inputs]))
