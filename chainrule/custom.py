@@ -53,9 +53,12 @@ def _guard_rule_reads(rule) -> None:
     function's own trace, so the arrays and numbers it reads are baked into the
     derivative program: every trace that follows what it reads pins them (their values
     checked at every call; a change, in place or by rebinding, traces again)."""
-    traces = [t for t in _TRACE_STACK if t.sources is not None]
+    traces = [t for t in _TRACE_STACK if t.sources is not None
+              and id(rule) not in t.sources.guarded_rules]  # once per trace, not per call
     if not traces:
         return
+    for t in traces:
+        t.sources.guarded_rules.add(id(rule))
     originals = {k: x for t in traces for k, x in t.sources.stand_ins.items()}
     found = sources(rule, originals)
     for key, path in found.arrays.items():

@@ -33,6 +33,7 @@ from __future__ import annotations
 import collections
 import functools
 import itertools
+import operator
 import random
 import types
 
@@ -220,6 +221,7 @@ class Found:
         self.layouts: list[tuple[Path, object]] = []  # lists, tuples, dicts: their layout
         self.contents: dict[int, tuple] = {}  # id(path of a list or dict) -> (it, a copy)
         self.stand_ins: dict[int, np.ndarray] = {}  # id(stand-in put by swap) -> the array
+        self.guarded_rules: set[int] = set()  # custom rules whose reads are guarded (custom.py)
         self.generators: list[tuple[Path, object]] = []  # NumPy random generators
         self._seen: set[int] = set()
 
@@ -275,7 +277,7 @@ class Found:
         (``self.W = self.W * 2``); None when nothing."""
         changed = []
         for found_before, now, same in ((self.numbers, self.numbers_now(), _same_number),
-                                        (self.layouts, self.layouts_now(), _equal)):
+                                        (self.layouts, self.layouts_now(), operator.eq)):
             before = {id(path): value for path, value in found_before}
             changed += [(path, before[id(path)], value) for path, value in now
                         if id(path) in before and not same(value, before[id(path)])]
@@ -311,10 +313,6 @@ def _now(entries: list, read) -> list[tuple[Path, object]]:
         except _Missing:
             pass
     return out
-
-
-def _equal(a, b) -> bool:
-    return a == b
 
 
 def _layout(container):
