@@ -265,3 +265,21 @@ def test_real_and_imag_are_attributes_as_in_numpy():
 @cr.script
 def _script_real_part(x):
     return cnp.sum(x.real * 3.0 + x.imag)
+
+
+@cr.script
+def _script_complex_literal(x):
+    z = x * (0.5 + 2j) + 1j
+    return cnp.sum(z.real * z.imag + cnp.abs(z * z))
+
+
+def test_script_takes_complex_literals():
+    x = np.array([0.3, -1.2, 2.0])
+    want = _script_complex_literal.python(x)
+    np.testing.assert_allclose(_script_complex_literal(x), want, rtol=1e-12)
+    eps = 1e-6
+    fd = np.array([(_script_complex_literal.python(x + eps * e)
+                    - _script_complex_literal.python(x - eps * e)) / (2 * eps) for e in np.eye(3)])
+    np.testing.assert_allclose(cr.grad(_script_complex_literal)(x), fd, rtol=1e-7, atol=1e-9)
+    m = _script_complex_literal.module(x)
+    assert cr.parse(str(m)) == m

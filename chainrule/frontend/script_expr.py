@@ -51,6 +51,9 @@ NAMED_CONSTRUCTS = {
 }
 
 
+SCRIPT_CONSTANTS = (bool, int, float, complex, str)  # Python literals a script may use
+
+
 class ScriptError(ParseError):
     """A ``@script`` function that cannot be compiled; carries the user's file, line, column."""
 
@@ -229,7 +232,7 @@ class ExprCompiler:
         return v
 
     def e_Constant(self, node):
-        if isinstance(node.value, (bool, int, float, str)) or node.value in (None, Ellipsis):
+        if isinstance(node.value, SCRIPT_CONSTANTS) or node.value in (None, Ellipsis):
             return node.value
         raise self.err(node, f"constant {node.value!r} is not supported")
 
