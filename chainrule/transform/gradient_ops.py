@@ -12,7 +12,9 @@ from ..ir.infer import type_call
 from ..ir.nodes import Binding, Call, Tuple, Var
 from ..ir.types import TensorType, TupleType, Type
 from ..rules import VJP, NoDerivative
+from . import rule_templates
 from .adjoint import prune
+from .gradient_replay import build_handler
 from .rule_templates import Template, alias_pattern, attributes_key
 
 ADD = ops.add  # accumulates two contributions to an array's adjoint
@@ -47,11 +49,17 @@ def op_backward(sweep, binding, msg, done=None) -> bool:
     if key is None:
         fitted = _apply_rule(sweep, binding, msg, out, args)
     else:
+        handler = sweep.ctx.handlers.get(key)
+        if handler is not None:  # a compiled template: replay, accumulate, name in one
+            return handler(sweep, olds, (out, msg, *args), done)
         template = templates.entries.get(key)
         if type(template) is Template:  # RuleTemplates.expand's common case, inlined
             if done is not None and len(done) == 1 and template.last_out is not None:
                 name = _final_name(sweep, done[0], olds, template)
             fitted = template.replay((out, msg, *args), sweep.b, name)
+            if template.hits >= rule_templates.COMPILE_AFTER:  # compiled: from now on
+                sweep.ctx.handlers[key] = build_handler(
+                    template, [old in sweep.relevant for old in olds], _add_vars)
         else:
             fitted = templates.expand(key, (out, msg, *args), sweep.trace, _apply_rule,
                                       sweep, binding, msg, out, args)

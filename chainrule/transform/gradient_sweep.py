@@ -96,6 +96,7 @@ class Context:
         self.result_envs: dict[str, Type] = {}  # vjp name -> env type of its closure result
         # the VJP rules' recorded expansions (this run's: rule_templates.py)
         self.templates = new_templates(VJP, module)
+        self.handlers: dict = {}  # template key -> its handler (gradient_replay.py)
 
     def finish(self, fn: Function) -> Function:
         """``fn`` with the adjoint names chosen during the sweeps given to its variables."""
