@@ -9,7 +9,7 @@ from .. import ops
 from ..emit.trace import REBOUND, Traced
 from ..errors import GradientError, NoRuleError
 from ..ir.infer import type_call
-from ..ir.nodes import Binding, Call, Tuple, Var
+from ..ir.nodes import Binding, Call, Tuple, Var, typed_var
 from ..ir.types import TensorType, TupleType, Type
 from ..rules import VJP, NoDerivative
 from . import rule_templates
@@ -88,11 +88,25 @@ def op_backward(sweep, binding, msg, done=None) -> bool:
     return True
 
 
+_last_add = (None, None, None, None)  # (operand types, attributes, type) of the last sum
+
+
+def _remember_add(ta, tb, attrs, t) -> None:
+    global _last_add
+    _last_add = (ta, tb, attrs, t)  # one tuple, replaced whole: read whole or not at all
+
+
 def _add_vars(builder, a: Var, b: Var) -> Var:
     """``builder.call(ADD, [a, b])`` for two variables, without its general steps (half
     the bindings a long chain's reverse sweep makes add two contributions)."""
-    attrs, t = type_call(ADD, (a.type, b.type), {})
-    var = Var(f"lv{builder.reserve_temps(1)}", t)
+    ta, tb = a.type, b.type
+    last = _last_add  # the previous call's types and type: a sweep adds the same few
+    if last[0] is ta and last[1] is tb:
+        attrs, t = last[2], last[3]
+    else:
+        attrs, t = type_call(ADD, (ta, tb), {})
+        _remember_add(ta, tb, attrs, t)
+    var = typed_var(f"lv{builder.reserve_temps(1)}", t)  # the type rule's own type
     call = Call.__new__(Call)  # as Call.with_args makes one: the (memo's) attrs shared
     call.callee, call.args, call.attrs = ADD, (a, b), attrs
     builder.bindings.append(Binding(var, call))
