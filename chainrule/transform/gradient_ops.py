@@ -23,8 +23,9 @@ ADD = ops.add  # accumulates two contributions to an array's adjoint
 def op_backward(sweep, binding, msg, done=None) -> bool:
     """Accumulate the adjoints of the operands of ``binding`` (a call of an op) given
     ``msg``, the adjoint of its result. ``done``: the operands whose last contribution
-    this is (``Sweep._name_done`` names their adjoints next); returns whether their
-    adjoint was named here already (a replayed template binding it under its name)."""
+    this is (``Sweep._name_done`` names their adjoints next); returns True when that is
+    settled here already (a replayed template binding an adjoint under its name, or a
+    handler finding nothing to name: gradient_replay.py), False when it is not."""
     call = binding.value
     op = call.callee
     if not op.differentiable:
