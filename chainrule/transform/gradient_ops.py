@@ -9,10 +9,12 @@ from .. import ops
 from ..emit.trace import REBOUND, Traced
 from ..errors import GradientError, NoRuleError
 from ..ir.infer import type_call
-from ..ir.nodes import Binding, Call, Tuple, Var
+from ..ir.nodes import Binding, Call, Tuple, Var, typed_var
 from ..ir.types import TensorType, TupleType, Type
 from ..rules import VJP, NoDerivative
+from . import rule_templates
 from .adjoint import prune
+from .gradient_replay import build_handler
 from .rule_templates import Template, alias_pattern, attributes_key
 
 ADD = ops.add  # accumulates two contributions to an array's adjoint
@@ -21,8 +23,9 @@ ADD = ops.add  # accumulates two contributions to an array's adjoint
 def op_backward(sweep, binding, msg, done=None) -> bool:
     """Accumulate the adjoints of the operands of ``binding`` (a call of an op) given
     ``msg``, the adjoint of its result. ``done``: the operands whose last contribution
-    this is (``Sweep._name_done`` names their adjoints next); returns whether their
-    adjoint was named here already (a replayed template binding it under its name)."""
+    this is (``Sweep._name_done`` names their adjoints next); returns True when that is
+    settled here already (a replayed template binding an adjoint under its name, or a
+    handler finding nothing to name: gradient_replay.py), False when it is not."""
     call = binding.value
     op = call.callee
     if not op.differentiable:
@@ -47,11 +50,17 @@ def op_backward(sweep, binding, msg, done=None) -> bool:
     if key is None:
         fitted = _apply_rule(sweep, binding, msg, out, args)
     else:
+        handler = sweep.ctx.handlers.get(key)
+        if handler is not None:  # a compiled template: replay, accumulate, name in one
+            return handler(sweep, olds, (out, msg, *args), done)
         template = templates.entries.get(key)
         if type(template) is Template:  # RuleTemplates.expand's common case, inlined
             if done is not None and len(done) == 1 and template.last_out is not None:
                 name = _final_name(sweep, done[0], olds, template)
             fitted = template.replay((out, msg, *args), sweep.b, name)
+            if template.hits >= rule_templates.COMPILE_AFTER:  # compiled: from now on
+                sweep.ctx.handlers[key] = build_handler(
+                    template, [old in sweep.relevant for old in olds], _add_vars)
         else:
             fitted = templates.expand(key, (out, msg, *args), sweep.trace, _apply_rule,
                                       sweep, binding, msg, out, args)
@@ -80,11 +89,25 @@ def op_backward(sweep, binding, msg, done=None) -> bool:
     return True
 
 
+_last_add = (None, None, None, None)  # (operand types, attributes, type) of the last sum
+
+
+def _remember_add(ta, tb, attrs, t) -> None:
+    global _last_add
+    _last_add = (ta, tb, attrs, t)  # one tuple, replaced whole: read whole or not at all
+
+
 def _add_vars(builder, a: Var, b: Var) -> Var:
     """``builder.call(ADD, [a, b])`` for two variables, without its general steps (half
     the bindings a long chain's reverse sweep makes add two contributions)."""
-    attrs, t = type_call(ADD, (a.type, b.type), {})
-    var = Var(f"lv{builder.reserve_temps(1)}", t)
+    ta, tb = a.type, b.type
+    last = _last_add  # the previous call's types and type: a sweep adds the same few
+    if last[0] is ta and last[1] is tb:
+        attrs, t = last[2], last[3]
+    else:
+        attrs, t = type_call(ADD, (ta, tb), {})
+        _remember_add(ta, tb, attrs, t)
+    var = typed_var(f"lv{builder.reserve_temps(1)}", t)  # the type rule's own type
     call = Call.__new__(Call)  # as Call.with_args makes one: the (memo's) attrs shared
     call.callee, call.args, call.attrs = ADD, (a, b), attrs
     builder.bindings.append(Binding(var, call))

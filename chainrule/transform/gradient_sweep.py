@@ -25,6 +25,7 @@ from ..ir.nodes import (
     Tuple,
     TupleGetItem,
     Var,
+    typed_var,
 )
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, Type, has_float
@@ -96,6 +97,7 @@ class Context:
         self.result_envs: dict[str, Type] = {}  # vjp name -> env type of its closure result
         # the VJP rules' recorded expansions (this run's: rule_templates.py)
         self.templates = new_templates(VJP, module)
+        self.handlers: dict = {}  # template key -> its handler (gradient_replay.py)
 
     def finish(self, fn: Function) -> Function:
         """``fn`` with the adjoint names chosen during the sweeps given to its variables."""
@@ -386,11 +388,11 @@ class Sweep:
         """The adjoint of ``v`` as a variable named ``<v>_adjoint`` (one per adjoint): a
         variable the sweep emitted gets that name when the function is finished
         (``Context.finish``); a forward value or one named already is copied."""
-        name = f"{self.new(v).name}_adjoint"
+        name = f"{self.copy.subst.get(v, v).name}_adjoint"  # self.new(v), for a variable
         ctx = self.ctx
-        if (isinstance(msg, Var) and msg not in ctx.named and msg not in ctx.renames
+        if (type(msg) is Var and msg not in ctx.named and msg not in ctx.renames
                 and msg not in ctx.forward_vars):
-            ctx.renames[msg] = Var(name, msg.type)
+            ctx.renames[msg] = typed_var(name, msg.type)
             return msg
         # a copy of a variable has its type (Builder.emit would infer just that)
         var = (self.b.emit_typed(msg, msg.type, name) if type(msg) is Var
