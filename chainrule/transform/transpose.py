@@ -273,7 +273,7 @@ class _Transposer:
 
 def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
     v, value = binding.var, binding.value
-    if not isinstance(value.callee, Op):
+    if type(value.callee) is not Op and not isinstance(value.callee, Op):
         raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
     args = value.args
     keyed = template_key(tr, binding, msg) if tr.templates is not None else None
@@ -300,10 +300,26 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
             if old is None:
                 msgs[arg] = atom
                 continue
-            if type(arg.type) is TensorType:
-                msgs[arg] = tr.b.call(ops.add, [old, atom], {})  # as Adjoints.add does
+            if type(arg.type) is TensorType:  # as Adjoints.add does
+                msgs[arg] = (_add_vars(tr.b, old, atom) if type(old) is Var and type(atom) is Var
+                             else tr.b.call(ops.add, [old, atom], {}))
                 continue
         adj.accumulate(arg, atom, tr.wants)
+
+
+def _add_vars(builder: Builder, a: Var, b: Var) -> Var:
+    """``builder.call(ops.add, [a, b])`` for two variables, without its general steps
+    (the same binding: a fresh ``lvN`` of the inferred type; a third of a long linear
+    program's transposed bindings add two cotangents)."""
+    attrs, t = type_call(ops.add, (a.type, b.type), {})
+    var = Var(f"lv{builder.reserve_temps(1)}", t)
+    call = _new_call(Call)  # as Call.with_args makes one: the (memo's) attrs shared
+    call.callee, call.args, call.attrs = ops.add, (a, b), attrs
+    builder.bindings.append(Binding(var, call))
+    return var
+
+
+_new_call = Call.__new__
 
 
 def _run_rule(tr: _Transposer, adj: Adjoints, binding: Binding, msg, positions) -> list:
