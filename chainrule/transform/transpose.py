@@ -41,6 +41,7 @@ from . import rule_templates
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
 from .partial_eval import holds_closures, partial_eval
+from .rule_templates import Template
 from .transpose_keys import template_key
 
 
@@ -245,13 +246,15 @@ class _Transposer:
         adj = Adjoints(self.trace)
         adj.accumulate(result, ct, self.wants)
         msgs, lin, fixed = adj.msgs, self.lin, self.fixed
+        builder = self.b
+        entries = self.templates.entries if self.templates is not None else None
         for binding in reversed(bindings):
             v = binding.var
             msg = msgs.pop(v, None)
             if msg is None or v not in lin:
                 continue
             if type(msg) is Var and msg not in fixed:
-                frame = self.b._frames[-1]
+                frame = builder._frames[-1]
                 if frame and frame[-1].var is msg and _held_by_none(msg, msgs.values()):
                     # name_cotangent's common case, inlined: the message was just
                     # emitted (nothing reads it yet) and no other message holds it
@@ -261,8 +264,17 @@ class _Transposer:
                     fixed.add(msg)
                 else:
                     msg = self.name_cotangent(v, msg, msgs.values())
-            if type(binding.value) is Call:  # the common case first
-                _transpose_call(self, adj, binding, msg)
+            value = binding.value
+            if type(value) is Call:  # the common case first
+                keyed = (template_key(self, binding, msg)
+                         if entries is not None and type(value.callee) is Op else None)
+                if keyed is not None:
+                    template = entries.get(keyed[0])
+                    if type(template) is Template:  # RuleTemplates.expand's common case
+                        _accumulate(self, adj, value.args, keyed[2],
+                                    template.replay(keyed[1], builder))
+                        continue
+                _transpose_call(self, adj, binding, msg, keyed)
                 continue
             handler = _HANDLERS.get(type(binding.value))
             if handler is None:
@@ -271,12 +283,16 @@ class _Transposer:
         return [msgs.pop(u, None) for u in inputs]
 
 
-def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
+def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg,
+                    keyed=None) -> None:
+    """Transpose a call of an op (``keyed``: its ``template_key``, when the sweep made
+    it already)."""
     v, value = binding.var, binding.value
     if type(value.callee) is not Op and not isinstance(value.callee, Op):
         raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
     args = value.args
-    keyed = template_key(tr, binding, msg) if tr.templates is not None else None
+    if keyed is None and tr.templates is not None:
+        keyed = template_key(tr, binding, msg)
     if keyed is None:
         lin = tr.lin
         positions = [i for i, a in enumerate(args)
@@ -290,6 +306,11 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
         else:
             partials = tr.templates.expand(key, inputs, tr.trace, _run_rule,
                                            tr, adj, binding, msg, positions)
+    _accumulate(tr, adj, args, positions, partials)
+
+
+def _accumulate(tr: _Transposer, adj: Adjoints, args, positions, partials) -> None:
+    """Add the ``partials`` of a call's operands at ``positions`` to their cotangents."""
     msgs, lin = adj.msgs, tr.lin
     for i, atom in zip(positions, partials):
         if atom is None:
