@@ -43,6 +43,7 @@ from .base import OptionsPass, register_pass
 from .partial_eval import holds_closures, partial_eval
 from .rule_templates import Template
 from .transpose_keys import template_key
+from .transpose_names import _bound_at, _held_by_none, _unread
 
 
 class Undefined(ArrayMethods):
@@ -148,43 +149,6 @@ def _fields(result, n):
     return list(result.fields) if isinstance(result, Tuple) else [None] * n
 
 
-# how far back a cotangent's binding is looked for, and how many other messages are
-# searched for it, when it is named where it is bound (beyond: renamed at the end)
-_RENAME_WINDOW = 4
-_RENAME_OTHERS = 8
-
-
-def _bound_at(frame: list, var: Var) -> int:
-    """The index of ``var``'s binding among the last ``_RENAME_WINDOW`` of ``frame``,
-    or -1."""
-    n = len(frame)
-    if n and frame[-1].var is var:  # the common case: the binding just emitted
-        return n - 1
-    for k in range(n - 2, max(n - _RENAME_WINDOW, 0) - 1, -1):
-        if frame[k].var is var:
-            return k
-    return -1
-
-
-def _unread(var: Var, frame: list, start: int) -> bool:
-    """Whether no binding of ``frame`` from ``start`` on reads ``var``."""
-    for k in range(start, len(frame)):
-        if var in vars_used(frame[k].value):
-            return False
-    return True
-
-
-def _held_by_none(var: Var, others) -> bool:
-    """Whether none of the messages ``others`` is (or may hold) ``var``; a tuple message
-    or too many messages to search count as holding it."""
-    if len(others) > _RENAME_OTHERS:
-        return False
-    for m in others:
-        if m is var or (m is not None and type(m) is not Var):
-            return False
-    return True
-
-
 class _Transposer:
     """Transposes blocks: coefficients (non-linear bindings) first, then the
     linear bindings in reverse, accumulating cotangents (seed 002's accMap)."""
@@ -271,8 +235,22 @@ class _Transposer:
                 if keyed is not None:
                     template = entries.get(keyed[0])
                     if type(template) is Template:  # RuleTemplates.expand's common case
-                        _accumulate(self, adj, value.args, keyed[2],
-                                    template.replay(keyed[1], builder))
+                        partials = template.replay(keyed[1], builder)
+                        args = value.args
+                        for i, atom in zip(keyed[2], partials):  # _accumulate, inlined
+                            if atom is None:
+                                continue
+                            arg = args[i]
+                            if type(arg) is Var and arg in lin:
+                                old = msgs.get(arg)
+                                if old is None:
+                                    msgs[arg] = atom
+                                    continue
+                                if (type(arg.type) is TensorType and type(old) is Var
+                                        and type(atom) is Var):
+                                    msgs[arg] = _add_vars(builder, old, atom)
+                                    continue
+                            _accumulate(self, adj, args, (i,), (atom,))
                         continue
                 _transpose_call(self, adj, binding, msg, keyed)
                 continue
