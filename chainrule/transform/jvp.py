@@ -17,8 +17,7 @@ point over the body); see docs/ad_passes.md, "Symbolic zeros".
 
 from __future__ import annotations
 
-from .. import ops
-from ..emit.trace import Trace, Traced
+from ..emit.trace import Trace
 from ..errors import GradientError, NoRuleError
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
@@ -38,7 +37,7 @@ from ..ir.nodes import (
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
-from ..rules import JVP, NoDerivative, has_jvp
+from ..rules import JVP, has_jvp
 from .adjoint import Adjoints
 from .base import OptionsPass, register_pass
 from .gradient_ops import arg_type_of
@@ -49,7 +48,8 @@ from .jvp_closures import (
     function_forward,
     has_function,
 )
-from .rule_templates import Template, alias_pattern, attributes_key, new_templates
+from .jvp_ops import _op_forward
+from .rule_templates import new_templates
 
 
 def jvp_type(fn: Function, wrt=None) -> FuncType:
@@ -235,140 +235,6 @@ def _call_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     if isinstance(callee, Var):
         return closure_call_forward(sweep, binding)
     sweep.copy_binding(binding)  # a call of a module function with zero tangents
-
-
-def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
-    """A call of an op copied, then its tangent from its operands' (the rule's
-    expansion, or its template replayed: rule_templates.py)."""
-    call = binding.value
-    op = call.callee
-    copy = sweep.copy
-    olds = call.args
-    plain = Tuple not in map(type, olds)  # atoms only: looked up directly
-    # the copy of an op call (Mutator.emit_bindings' own path, for one binding), from
-    # the substituted operands the template key reads too
-    subst = copy.subst
-    args = list(map(subst.get, olds, olds)) if plain else [copy.atom(a) for a in olds]
-    new = subst[binding.var] = copy.copy_op_call(binding, args)
-    if not op.differentiable:
-        return
-    tangents = (list(map(sweep.tangents.get, olds)) if plain
-                else [sweep.tangent(a) for a in olds])
-    nonzero = [t for t in tangents if t is not None]
-    if not nonzero:
-        return
-    templates = sweep.ctx.templates
-    key = template = None
-    if templates is not None and templates.cacheable_rule(op):
-        key = _key(op, call.attrs, new, args, tangents, nonzero)
-        if key is not None:
-            template = templates.entries.get(key)
-            if (type(template) is Template and template.last_out == 0
-                    and type(binding.var.type) is TensorType):
-                # RuleTemplates.expand's common case, inlined; the tangent is the last
-                # binding: made as set_tangent would rename it
-                sweep.tangents[binding.var] = template.replay(
-                    (new, *args, *nonzero), sweep.b, f"{new.name}_dot")[0]
-                return
-    start = len(sweep.b._frames[-1])
-    if key is None:
-        total = _tangent(sweep, binding, new, tangents)
-    elif type(template) is Template:  # RuleTemplates.expand's common case, inlined
-        total = template.replay((new, *args, *nonzero), sweep.b)[0]
-    else:
-        total = templates.expand(key, (new, *args, *nonzero), sweep.trace, _tangent_one,
-                                 sweep, binding, new, tangents)[0]
-    sweep.set_tangent(binding.var, total, new, start)
-
-
-def _key(op, attrs, new, args, tangents, nonzero) -> tuple | None:
-    """What the expansion of a call's tangent depends on (see rule_templates.py): the
-    op, its attributes, the types of its result, operands and non-zero tangents, which
-    tangents are zero, which of these variables are the same."""
-    ak = attributes_key(attrs)
-    if ak is None:
-        return None
-    if len(args) == 1:
-        (a,), (t,) = args, tangents  # t is not None: a tangent varies
-        if type(a) is not Var or type(t) is not Var:
-            return None  # a constant (a rule may read its value), a tuple
-        return (op, ak, id(new.type), id(a.type), id(t.type),
-                alias_pattern((new, a, t)) if a is t or new is a or new is t else None)
-    if len(args) == 2:
-        (a, b), (s, t) = args, tangents
-        if (type(a) is not Var or type(b) is not Var or (s is not None and type(s) is not Var)
-                or (t is not None and type(t) is not Var)):
-            return None
-        return (op, ak, id(new.type), id(a.type), id(b.type),
-                None if s is None else id(s.type), None if t is None else id(t.type),
-                alias_pattern((new, a, b, *nonzero))
-                if a is b or a is s or a is t or b is s or b is t or s is t else None)
-    key = [op, ak, id(new.type)]
-    for a, t in zip(args, tangents):
-        if type(a) is not Var or (t is not None and type(t) is not Var):
-            return None
-        key.append(id(a.type))
-        key.append(None if t is None else id(t.type))
-    key.append(alias_pattern((new, *args, *nonzero)))
-    return tuple(key)
-
-
-def _tangent_one(sweep: _ForwardSweep, binding: Binding, new: Var, tangents) -> tuple:
-    return (_tangent(sweep, binding, new, tangents),)
-
-
-def _tangent(sweep: _ForwardSweep, binding: Binding, new: Var, tangents):
-    """The tangent of ``new``, the copy of ``binding`` (a call of an op), emitted from
-    its operands' ``tangents`` (None: a symbolic zero; one at least is not)."""
-    call = binding.value
-    op = call.callee
-    adj = sweep.adj
-    varying = [i for i, t in enumerate(tangents) if t is not None]
-    linear = range(len(call.args)) if op.linear == "all" else (
-        op.linear if isinstance(op.linear, tuple) else ())
-    if len(varying) > 1 and set(varying) == set(linear) and all(
-            isinstance(tangents[i], (Var, Constant)) for i in varying):
-        # jointly linear in its linear operands, all of which vary (a constant among them
-        # would make it affine): the tangent is the op applied to their tangents, one op
-        # where one map per operand would pad each with zeros and add them (a scatter's
-        # zero base, where's other branch)
-        targs = [tangents[i] if t is not None else sweep.copy.atom(a)
-                 for i, (a, t) in enumerate(zip(call.args, tangents))]
-        return _fit_out(adj, adj.wrap(sweep.b.call(op, targs, call.attrs)), new.type)
-    args = [adj.wrap(sweep.copy.atom(a)) for a in call.args]
-    maps = JVP[op](Traced(sweep.trace, new), *args, **call.attrs)
-    if len(maps) != len(args):
-        raise GradientError(f"the JVP rule of {op.name} returned {len(maps)} maps for "
-                            f"{len(args)} operands")
-    total = None
-    for i, (t, m) in enumerate(zip(tangents, maps)):
-        if t is None or m is None:
-            continue
-        if type(m) is NoDerivative:
-            raise NoRuleError(f"{binding.var.name} = {op.name}(...): no derivative with "
-                              f"respect to operand {i}: {m.reason}")
-        contrib = m(adj.wrap(adj.materialize(t, _type(t))))
-        total = adj.add(total, _fit_out(adj, contrib, new.type), new.type)
-    return total
-
-
-def _type(msg):
-    if isinstance(msg, tuple):
-        return TupleType(_type(m) for m in msg)
-    if isinstance(msg, Tuple):
-        return TupleType(_type(f) for f in msg.fields)
-    return msg.type
-
-
-def _fit_out(adj: Adjoints, contrib, t):
-    if contrib is None:
-        return None
-    if isinstance(t, TupleType):
-        return tuple(_fit_out(adj, c, ft) for c, ft in zip(contrib, t.fields))
-    atom = adj.unwrap(contrib)
-    if atom.type.shape != t.shape:
-        atom = adj.call(ops.broadcast_to, atom, shape=t.shape)
-    return adj.cast(atom, t.dtype)
 
 
 def _tuple_forward(sweep: _ForwardSweep, binding: Binding) -> None:

@@ -13,7 +13,19 @@ from __future__ import annotations
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
 from ..ir.infer import arg_type
-from ..ir.nodes import Binding, Block, Call, Function, Module, Tuple, Var, typed_var
+from ..ir.nodes import (
+    Binding,
+    Block,
+    Call,
+    Function,
+    Module,
+    Tuple,
+    Var,
+    _new_node,
+    _var_name,
+    _var_type,
+    typed_var,
+)
 from ..ir.op import Op
 from ..ir.types import TensorType
 from ..ir.visitor import Mutator, substitute_vars, vars_used
@@ -44,6 +56,10 @@ def linearize(module: Module, func: str = "main", wrt=None) -> Module:
     jm, loop_splits = jvp_with_loop_splits(module, func, wrt)
     jf = jm[f"{func}_jvp"]
     n = len(base.params)
+    if not loop_splits and set(jf.params).isdisjoint(base.params):
+        unzipped = _straight_line(jf, n)
+        if unzipped is not None:  # the common case: op calls only, unzipped in one walk
+            return _with(module, func, *unzipped)
     uz = Unzip(jf.params[n:], loop_splits)
     try:  # a call of a module function at the top level is refused as it is met
         primal, tangent = uz.block(jf.body.bindings, top=True)
@@ -64,10 +80,87 @@ def linearize(module: Module, func: str = "main", wrt=None) -> Module:
         needed = _residuals(tangent, dresult, candidates)
         prim, tang = _copied(jm, jf, n, primal, moved + tangent, needed,
                              [_residual_param(v) for v in needed])
+    return _with(module, func, prim, tang)
+
+
+def _with(module: Module, func: str, prim: Function, tang: Function) -> Module:
+    """``module`` with ``<func>_primal`` and ``<func>_tangent`` added."""
     funcs = dict(module.functions)
     funcs[f"{func}_primal"] = prim
     funcs[f"{func}_tangent"] = tang
     return Module(funcs, module.meta)
+
+
+def _straight_line(jf: Function, n: int) -> tuple[Function, Function] | None:
+    """What ``Unzip.block`` then ``_shared`` make of a jvp function whose bindings are
+    all calls of ops on variables and constants (most programs), in one walk instead of
+    two: each binding is primal or tangent as it is met (a tangent reads a tangent), and
+    a tangent binding's reads of primal values are substituted at once (a residual's
+    first read makes its parameter, an argument-free binding is recomputed on the
+    tangent side under a new variable, as ``_shared`` does). None when a binding is
+    anything else (a branch, a loop, a tuple operand, a call of a function): the
+    general path then unzips from the start."""
+    tangent_vars = set(jf.params[n:])
+    primal: list = []
+    moved: list = []  # the tangent side's copies of the argument-free bindings
+    tangent: list = []
+    needed: list = []  # the residuals, in first-read order
+    sub: dict = {}  # a residual or argument-free primal value -> the tangent side's
+    add_primal, add_tangent, is_tangent = primal.append, tangent.append, tangent_vars.add
+    for b in jf.body.bindings:
+        value = b.value
+        if type(value) is not Call or type(value.callee) is not Op:
+            return None
+        args = value.args
+        for a in args:
+            if type(a) is Var:
+                if a in tangent_vars:
+                    break
+            elif type(a) is Tuple:
+                return None
+        else:  # a primal binding
+            add_primal(b)
+            if not args and isinstance(b.var.type, TensorType):
+                var = Var(b.var.name, b.var.type)
+                sub[b.var] = var
+                moved.append(Binding(var, value))
+            continue
+        is_tangent(b.var)
+        new_args = None  # the substituted operands, once one is substituted
+        for k, a in enumerate(args):
+            t = type(a)
+            if t is Var:
+                r = sub.get(a)
+                if r is None:
+                    if a in tangent_vars:
+                        continue
+                    # a residual's first read: its parameter (_residual_param, inlined)
+                    name = a.name
+                    r = _new_node(Var)
+                    _var_name(r, name if name.endswith("_res") else f"{name}_res")
+                    _var_type(r, a.type)
+                    needed.append(a)
+                    sub[a] = r
+                if new_args is None:
+                    new_args = list(args)
+                new_args[k] = r
+            elif t is Tuple:
+                return None
+        if new_args is not None:
+            copied = _new_node(Call)  # as Call.with_args makes one: the attrs shared
+            copied.callee, copied.args, copied.attrs = value.callee, tuple(new_args), value.attrs
+            b = Binding(b.var, copied)
+        add_tangent(b)
+    result, dresult = jf.body.result.fields
+    for v in vars_used(Tuple([dresult])):
+        if v not in sub and v not in tangent_vars:
+            needed.append(v)
+            sub[v] = _residual_param(v)
+    out = Tuple([result, Tuple(list(needed))])
+    prim = Function(jf.params[:n], Block(primal, out), arg_type(out))
+    return prim, Function([sub[v] for v in needed] + list(jf.params[n:]),
+                          Block(moved + tangent, _substituted(dresult, sub)),
+                          arg_type(dresult))
 
 
 def _shareable(uz: Unzip, jf: Function, base: Function) -> bool:

@@ -41,7 +41,9 @@ from . import rule_templates
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
 from .partial_eval import holds_closures, partial_eval
+from .rule_templates import Template
 from .transpose_keys import template_key
+from .transpose_names import _bound_at, _held_by_none, _unread
 
 
 class Undefined(ArrayMethods):
@@ -147,43 +149,6 @@ def _fields(result, n):
     return list(result.fields) if isinstance(result, Tuple) else [None] * n
 
 
-# how far back a cotangent's binding is looked for, and how many other messages are
-# searched for it, when it is named where it is bound (beyond: renamed at the end)
-_RENAME_WINDOW = 4
-_RENAME_OTHERS = 8
-
-
-def _bound_at(frame: list, var: Var) -> int:
-    """The index of ``var``'s binding among the last ``_RENAME_WINDOW`` of ``frame``,
-    or -1."""
-    n = len(frame)
-    if n and frame[-1].var is var:  # the common case: the binding just emitted
-        return n - 1
-    for k in range(n - 2, max(n - _RENAME_WINDOW, 0) - 1, -1):
-        if frame[k].var is var:
-            return k
-    return -1
-
-
-def _unread(var: Var, frame: list, start: int) -> bool:
-    """Whether no binding of ``frame`` from ``start`` on reads ``var``."""
-    for k in range(start, len(frame)):
-        if var in vars_used(frame[k].value):
-            return False
-    return True
-
-
-def _held_by_none(var: Var, others) -> bool:
-    """Whether none of the messages ``others`` is (or may hold) ``var``; a tuple message
-    or too many messages to search count as holding it."""
-    if len(others) > _RENAME_OTHERS:
-        return False
-    for m in others:
-        if m is var or (m is not None and type(m) is not Var):
-            return False
-    return True
-
-
 class _Transposer:
     """Transposes blocks: coefficients (non-linear bindings) first, then the
     linear bindings in reverse, accumulating cotangents (seed 002's accMap)."""
@@ -245,13 +210,15 @@ class _Transposer:
         adj = Adjoints(self.trace)
         adj.accumulate(result, ct, self.wants)
         msgs, lin, fixed = adj.msgs, self.lin, self.fixed
+        builder = self.b
+        entries = self.templates.entries if self.templates is not None else None
         for binding in reversed(bindings):
             v = binding.var
             msg = msgs.pop(v, None)
             if msg is None or v not in lin:
                 continue
             if type(msg) is Var and msg not in fixed:
-                frame = self.b._frames[-1]
+                frame = builder._frames[-1]
                 if frame and frame[-1].var is msg and _held_by_none(msg, msgs.values()):
                     # name_cotangent's common case, inlined: the message was just
                     # emitted (nothing reads it yet) and no other message holds it
@@ -261,8 +228,31 @@ class _Transposer:
                     fixed.add(msg)
                 else:
                     msg = self.name_cotangent(v, msg, msgs.values())
-            if type(binding.value) is Call:  # the common case first
-                _transpose_call(self, adj, binding, msg)
+            value = binding.value
+            if type(value) is Call:  # the common case first
+                keyed = (template_key(self, binding, msg)
+                         if entries is not None and type(value.callee) is Op else None)
+                if keyed is not None:
+                    template = entries.get(keyed[0])
+                    if type(template) is Template:  # RuleTemplates.expand's common case
+                        partials = template.replay(keyed[1], builder)
+                        args = value.args
+                        for i, atom in zip(keyed[2], partials):  # _accumulate, inlined
+                            if atom is None:
+                                continue
+                            arg = args[i]
+                            if type(arg) is Var and arg in lin:
+                                old = msgs.get(arg)
+                                if old is None:
+                                    msgs[arg] = atom
+                                    continue
+                                if (type(arg.type) is TensorType and type(old) is Var
+                                        and type(atom) is Var):
+                                    msgs[arg] = _add_vars(builder, old, atom)
+                                    continue
+                            _accumulate(self, adj, args, (i,), (atom,))
+                        continue
+                _transpose_call(self, adj, binding, msg, keyed)
                 continue
             handler = _HANDLERS.get(type(binding.value))
             if handler is None:
@@ -271,12 +261,16 @@ class _Transposer:
         return [msgs.pop(u, None) for u in inputs]
 
 
-def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
+def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg,
+                    keyed=None) -> None:
+    """Transpose a call of an op (``keyed``: its ``template_key``, when the sweep made
+    it already)."""
     v, value = binding.var, binding.value
-    if not isinstance(value.callee, Op):
+    if type(value.callee) is not Op and not isinstance(value.callee, Op):
         raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
     args = value.args
-    keyed = template_key(tr, binding, msg) if tr.templates is not None else None
+    if keyed is None and tr.templates is not None:
+        keyed = template_key(tr, binding, msg)
     if keyed is None:
         lin = tr.lin
         positions = [i for i, a in enumerate(args)
@@ -290,6 +284,11 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
         else:
             partials = tr.templates.expand(key, inputs, tr.trace, _run_rule,
                                            tr, adj, binding, msg, positions)
+    _accumulate(tr, adj, args, positions, partials)
+
+
+def _accumulate(tr: _Transposer, adj: Adjoints, args, positions, partials) -> None:
+    """Add the ``partials`` of a call's operands at ``positions`` to their cotangents."""
     msgs, lin = adj.msgs, tr.lin
     for i, atom in zip(positions, partials):
         if atom is None:
@@ -300,10 +299,26 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> No
             if old is None:
                 msgs[arg] = atom
                 continue
-            if type(arg.type) is TensorType:
-                msgs[arg] = tr.b.call(ops.add, [old, atom], {})  # as Adjoints.add does
+            if type(arg.type) is TensorType:  # as Adjoints.add does
+                msgs[arg] = (_add_vars(tr.b, old, atom) if type(old) is Var and type(atom) is Var
+                             else tr.b.call(ops.add, [old, atom], {}))
                 continue
         adj.accumulate(arg, atom, tr.wants)
+
+
+def _add_vars(builder: Builder, a: Var, b: Var) -> Var:
+    """``builder.call(ops.add, [a, b])`` for two variables, without its general steps
+    (the same binding: a fresh ``lvN`` of the inferred type; a third of a long linear
+    program's transposed bindings add two cotangents)."""
+    attrs, t = type_call(ops.add, (a.type, b.type), {})
+    var = Var(f"lv{builder.reserve_temps(1)}", t)
+    call = _new_call(Call)  # as Call.with_args makes one: the (memo's) attrs shared
+    call.callee, call.args, call.attrs = ops.add, (a, b), attrs
+    builder.bindings.append(Binding(var, call))
+    return var
+
+
+_new_call = Call.__new__
 
 
 def _run_rule(tr: _Transposer, adj: Adjoints, binding: Binding, msg, positions) -> list:

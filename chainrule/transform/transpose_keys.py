@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..emit.trace import REBOUND
 from ..ir.nodes import Binding, Var
 from ..ir.op import attrs_key
 from ..ir.types import TensorType
@@ -36,7 +37,11 @@ def template_key(tr: _Transposer, binding: Binding, msg) -> tuple | None:
     vt, mt = v.type, msg.type
     if type(vt) is not TensorType or type(mt) is not TensorType:
         return None
-    if not tr.templates.cacheable_rule(callee):
+    templates = tr.templates
+    ok = templates.rule_ok.get(callee)  # RuleTemplates.cacheable_rule, inlined
+    if ok is None:
+        ok = templates.cacheable_rule(callee)
+    if not ok or REBOUND:
         return None
     attrs = value.attrs
     ak = attrs_key(attrs) if attrs else ()
@@ -45,17 +50,38 @@ def template_key(tr: _Transposer, binding: Binding, msg) -> tuple | None:
     args = value.args
     n = len(args)
     if n == 2 or n == 1:
-        a, a_lin, ka = _operand(tr, args[0])
-        if a is None:
+        # _operand, inlined (most of a linear program): the operand as the transposed
+        # program names it, whether it is linear, its type's identity
+        lin, subst = tr.lin, tr.copy.subst
+        a = args[0]
+        if type(a) is not Var:
             return None
+        a_lin = a in lin
+        if not a_lin:
+            a = subst.get(a, a)
+            if type(a) is not Var:
+                return None
+        ka = a.type
+        if type(ka) is not TensorType:
+            return None
+        ka = id(ka)
         if n == 1:
             if a_lin:
                 return (callee, ak, id(vt), id(mt), -1, ka), [msg], [0]
             key = (callee, ak, id(vt), id(mt), ka)
             return (key + ((0, 0),) if a is msg else key), [msg, a], []
-        b, b_lin, kb = _operand(tr, args[1])
-        if b is None:
+        b = args[1]
+        if type(b) is not Var:
             return None
+        b_lin = b in lin
+        if not b_lin:
+            b = subst.get(b, b)
+            if type(b) is not Var:
+                return None
+        kb = b.type
+        if type(kb) is not TensorType:
+            return None
+        kb = id(kb)
         if a_lin:
             if b_lin:
                 return (callee, ak, id(vt), id(mt), -1, ka, -1, kb), [msg], [0, 1]
