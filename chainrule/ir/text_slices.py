@@ -95,10 +95,10 @@ class StatementStream:
         return ahead[k]
 
     def pop(self):
-        stmt = self.peek()
-        if stmt is None:
+        ahead = self._ahead
+        if len(ahead) <= self._drop_last and self.peek() is None:  # (else peek() is ahead[0])
             raise IndexError("no statement left")
-        return self._ahead.popleft()
+        return ahead.popleft()
 
 
 class SplitModule:
