@@ -77,8 +77,9 @@ def write_split(gen, fname: str, fn, pieces: list[str], live: str) -> None:
     gen.out(1, f"return {pieces[-1]}({live})")
     gen.out(0, "")
 
-    # where each variable is bound (parameters: before every piece)
-    position = {p: -1 for p in fn.params}
+    # where each variable is bound (parameters: before every piece, in their order, so
+    # that a piece reads them in that order and not in the order of a set of uses)
+    position = {p: k - len(fn.params) for k, p in enumerate(fn.params)}
     for i, b in enumerate(bindings):
         position[b.var] = i
     last = plan.last
