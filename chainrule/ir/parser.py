@@ -438,8 +438,15 @@ def parse(text: str) -> Module:
         raise ParseError(f"parse takes the text of a module, not {type(text).__name__}")
     with _gc_paused():
         try:
-            split = split_module(text)
+            # the long bodies in slices whose lines count from the slice (the cheap way,
+            # text_slices.py); an error is reported by the exact parse below
+            split = split_module(text, exact_lines=False)
             if split is not None:
+                try:
+                    return _ModuleParser(split).run()
+                except ParseError:
+                    pass
+                split = split_module(text)  # again, every node at its line in the text
                 try:
                     return _ModuleParser(split).run()
                 except ParseError:
