@@ -37,6 +37,7 @@ from itertools import islice
 SLICE_STATEMENTS = 2000  # top-level statements per slice: ASTs this small cost little
 MIN_SLICED_LINES = 4 * SLICE_STATEMENTS  # shorter texts are parsed whole, as before
 _CLAUSES = ("else", "elif", "except", "finally")  # continue the statement before them
+READ_AHEAD = 64  # statements a StatementStream takes from its source at once
 
 
 class SliceSyntaxError(Exception):
@@ -102,8 +103,8 @@ class StatementStream:
 
     def peek(self, k: int = 0):
         ahead, want = self._ahead, k + 1 + self._drop_last
-        if len(ahead) < want:
-            ahead.extend(islice(self._source, want - len(ahead)))
+        if len(ahead) < want:  # read a few ahead: one islice per statement cost as much
+            ahead.extend(islice(self._source, max(want - len(ahead), READ_AHEAD)))
             if len(ahead) < want:
                 return None
         return ahead[k]
