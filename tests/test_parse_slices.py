@@ -3,6 +3,8 @@ is the one a whole-text parse gives, and errors keep their line and column."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 import chainrule as cr
@@ -137,3 +139,18 @@ def test_100k_bindings_parse_in_slices_to_the_printed_module():
     m = cr.parse(text)
     assert len(m["main"].body.bindings) == 100_001
     assert str(m) == text
+
+
+def test_slices_without_exact_lines_count_from_the_slice(tiny_slices):
+    # the cheap first reading: no padding, lines counted from each slice ("if 1:" is
+    # line 1); an error makes parse() read the text again with exact lines (above)
+    text, _ = _long_program(100)
+    tiny_slices(20)
+    exact = text_slices.split_module(text)
+    cheap = text_slices.split_module(text, exact_lines=False)
+    body_exact = list(next(iter(exact.bodies.values())).statements())
+    body_cheap = list(next(iter(cheap.bodies.values())).statements())
+    assert [s.lineno for s in body_exact] == list(range(2, 104))
+    assert max(s.lineno for s in body_cheap) <= 22 and len(body_cheap) == len(body_exact)
+    assert [ast.unparse(s) for s in body_cheap] == [ast.unparse(s) for s in body_exact]
+    assert str(cr.parse(text)) == text

@@ -211,17 +211,23 @@ class _ModuleCodegen:
 
     def _dels(self, depth: int, variables) -> None:
         if variables:
-            self.out(depth, "del " + ", ".join(sorted(self.name(v) for v in variables)))
+            names = self.names
+            if len(variables) == 1:  # the common case, without sorting
+                (v,) = variables
+                text = names[v] if v in names else self.name(v)
+            else:
+                text = ", ".join(sorted([self.name(v) for v in variables]))
+            self.lines.append(f"{'    ' * depth}del {text}")
 
     def binding(self, b, depth: int, plan: Plan, i: int) -> None:
-        name = self.name(b.var)
         v = b.value
         t = type(v)
+        if t is Call and isinstance(v.callee, Op):  # the common case first
+            self.op_call(b, depth, plan, i)
+            return
+        name = self.name(b.var)
         if t is Call:
             callee = v.callee
-            if isinstance(callee, Op):
-                self.op_call(b, depth, plan, i)
-                return
             args = ", ".join(self.atom(a) for a in v.args)
             if type(callee) is GlobalVar:
                 if callee.name not in self.func_names:
@@ -271,7 +277,9 @@ class _ModuleCodegen:
     def op_call(self, b, depth: int, plan: Plan, i: int) -> None:
         v = b.value
         op = v.callee
-        target = self.name(b.var)
+        var = b.var
+        names = self.names
+        target = names.get(var) or self.name(var)  # (name() raises for an unbound one)
         inline = plan.inline
         if inline:
             def text(a):
@@ -289,32 +297,36 @@ class _ModuleCodegen:
             else:
                 reuse = ()
                 owned = plan.owned
+                out_type = var.type
                 if owned and op.inplace:
-                    last, out_type = plan.last, b.var.type
+                    last = plan.last
                     reuse = tuple([k for k, a in enumerate(args)
-                                   if a in owned and last.get(a) == i and a.type == out_type])
-                e = OpEmit(op, v.attrs, args, text, [a.type for a in args], b.var.type,
+                                   if a in owned and last.get(a) == i
+                                   and (a.type is out_type or a.type == out_type)])
+                e = OpEmit(op, v.attrs, args, text, [a.type for a in args], out_type,
                            target, reuse)
                 res = template(e)
         if res is None:
-            res = self.kernel_call(op, v.attrs, [text(a) for a in v.args])
-        where = (op.name, b.var.name)
+            res = self.kernel_call(op, v.attrs, [text(a) for a in args])
+        lines, locations = self.lines, self.locations
+        where = (op.name, var.name)
+        indent = "    " * depth
         if type(res) is str:
-            self.locations[len(self.lines)] = where
-            self.out(depth, f"{target} = {res}")
+            locations[len(lines)] = where
+            lines.append(f"{indent}{target} = {res}")
             return
         if type(res) is InPlace:
             # ``a += y``: the result is a's buffer, called a from here on (a is dead)
-            operand = v.args[res.operand]
-            self.names[b.var] = self.names[operand]
+            operand = args[res.operand]
+            names[var] = kept = names[operand]
             dels = plan.dels[i]
             dels[:] = [x for x in dels if x is not operand]
-            self.locations[len(self.lines)] = where
-            self.out(depth, f"{res.line}  # {target} = {self.names[operand]}")
+            locations[len(lines)] = where
+            lines.append(f"{indent}{res.line}  # {target} = {kept}")
             return
         for line in res:
-            self.locations[len(self.lines)] = where
-            self.out(depth, line)
+            locations[len(lines)] = where
+            lines.append(indent + line)
 
     def bind_symbols(self, fn: Function) -> None:
         """Bind the symbols the module's shape attributes name from ``fn``'s parameters

@@ -144,12 +144,18 @@ def _owned(block: Block, inline, uses) -> set:
     that nothing else can see: only read as operands of ops returning fresh arrays."""
     owned = set()
     op_calls = []  # per binding: whether it calls an op
+    bufferable: dict[int, bool] = {}  # by id of a type (a program has few distinct ones)
     for b in block.bindings:
         v = b.value
         is_op = type(v) is Call and isinstance(v.callee, Op)
         op_calls.append(is_op)
-        if is_op and v.callee.fresh and _bufferable(b.var.type):
-            owned.add(b.var)
+        if is_op and v.callee.fresh:
+            t = b.var.type
+            fits = bufferable.get(id(t))
+            if fits is None:
+                fits = bufferable[id(t)] = _bufferable(t)
+            if fits:
+                owned.add(b.var)
     if not owned:
         return owned
     for i, b in enumerate(block.bindings):

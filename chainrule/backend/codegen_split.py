@@ -77,8 +77,9 @@ def write_split(gen, fname: str, fn, pieces: list[str], live: str) -> None:
     gen.out(1, f"return {pieces[-1]}({live})")
     gen.out(0, "")
 
-    # where each variable is bound (parameters: before every piece)
-    position = {p: -1 for p in fn.params}
+    # where each variable is bound (parameters: before every piece, in their order, so
+    # that a piece reads them in that order and not in the order of a set of uses)
+    position = {p: k - len(fn.params) for k, p in enumerate(fn.params)}
     for i, b in enumerate(bindings):
         position[b.var] = i
     last = plan.last
@@ -117,16 +118,17 @@ def exec_generated(owner, source: str, filename: str, namespace: dict, hint: str
     """Compile generated ``source`` as ``filename`` and run it in ``namespace``; its lines
     show in tracebacks for as long as ``owner`` lives."""
     try:
-        exec_in_chunks(source, filename, namespace)  # very large modules: piece by piece
+        lines = exec_in_chunks(source, filename, namespace)  # large modules: piecewise
     except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
         raise CodegenError(f"the generated code does not compile ({exc}){hint}") from None
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    linecache.cache[filename] = (len(source), None, lines, filename)
     weakref.finalize(owner, linecache.cache.pop, filename, None)
 
 
-def exec_in_chunks(source: str, filename: str, namespace: dict) -> None:
+def exec_in_chunks(source: str, filename: str, namespace: dict) -> list[str]:
     """Compile and run ``source`` a chunk of whole top-level functions at a time, each
-    chunk's line numbers those of the whole text (``filename``)."""
+    chunk's line numbers those of the whole text (``filename``); returns its lines (with
+    their ends, as ``linecache`` keeps them)."""
     lines = source.splitlines(True)
     starts = [0]
     for k, line in enumerate(lines):
@@ -138,6 +140,7 @@ def exec_in_chunks(source: str, filename: str, namespace: dict) -> None:
     for lo, hi in zip(starts, starts[1:]):
         code = compile("".join(lines[lo:hi]), filename, "exec")
         exec(_shifted(code, lo) if lo else code, namespace)  # noqa: S102 - checked names only
+    return lines
 
 
 def _shifted(code: CodeType, offset: int) -> CodeType:

@@ -34,6 +34,12 @@ class UniqueNames:
         self._next: dict[str, int] = {}
 
     def fresh(self, hint, default: str = "v") -> str:
+        taken = self.taken
+        if (type(hint) is str and hint not in taken and len(hint) <= MAX_NAME
+                and hint.isascii() and hint.isidentifier() and not keyword.iskeyword(hint)):
+            self._next.setdefault(hint, 0)  # the common case: the hint itself, unused
+            taken.add(hint)
+            return hint
         base = safe_identifier(hint, default)
         name, k = base, self._next.get(base, 0)
         while name in self.taken:

@@ -32,6 +32,7 @@ from .text_slices import SliceSyntaxError, SplitModule, StatementStream, split_m
 from .types import DTYPES, FuncType, TupleType
 
 SPECIAL_PARSE = {}  # reserved for ops whose text form is not a plain call
+CONSTANT_CALLS = frozenset(DTYPES) | {"complex"}  # the calls parse_constant reads
 
 
 # -- functions ---------------------------------------------------------------------
@@ -109,14 +110,16 @@ class _FunctionParser:
                                                          *arrays], {"key": key})
             if not isinstance(func, ast.Name):
                 raise _err(node, f"cannot call {ast.unparse(func)!r}")
-            const = parse_constant(node)
-            if const is not None:
-                return const
             name = func.id
+            if name in CONSTANT_CALLS:  # f32([1.0, 2.0]), complex(1.0, 2.0)
+                const = parse_constant(node)
+                if const is not None:
+                    return const
             args = [self.atom(a) for a in node.args]
             if name in OPS:
+                keywords = node.keywords
                 attrs = {kw.arg: parse_attr(kw.value, kw.arg in SHAPE_ATTRS)
-                         for kw in node.keywords}
+                         for kw in keywords} if keywords else {}
                 if None in attrs:
                     raise _err(node, "**kwargs is not allowed")
                 return Call(OPS[name], args, attrs)
@@ -155,12 +158,13 @@ class _FunctionParser:
         returns nothing (bindings go to the builder)."""
         if not isinstance(stmts, StatementStream):
             stmts = StatementStream(stmts)
-        while (stmt := stmts.peek()) is not None:
-            if isinstance(stmts.peek(1), ast.While):
+        peek, pop, statement = stmts.peek, stmts.pop, self.statement
+        while (stmt := peek()) is not None:
+            if isinstance(peek(1), ast.While):
                 self.while_loop(stmts)
             else:
-                stmts.pop()
-                self.statement(stmt)
+                pop()
+                statement(stmt)
 
     def statement(self, s):
         if isinstance(s, ast.Assign):
@@ -434,8 +438,15 @@ def parse(text: str) -> Module:
         raise ParseError(f"parse takes the text of a module, not {type(text).__name__}")
     with _gc_paused():
         try:
-            split = split_module(text)
+            # the long bodies in slices whose lines count from the slice (the cheap way,
+            # text_slices.py); an error is reported by the exact parse below
+            split = split_module(text, exact_lines=False)
             if split is not None:
+                try:
+                    return _ModuleParser(split).run()
+                except ParseError:
+                    pass
+                split = split_module(text)  # again, every node at its line in the text
                 try:
                     return _ModuleParser(split).run()
                 except ParseError:

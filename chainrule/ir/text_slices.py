@@ -5,13 +5,18 @@ One ``ast.parse`` of a 100,000-binding module holds every node of every statemen
 cut at the top-level statement boundaries of each long function body, and each slice
 is parsed when the parser reaches it.
 
-Each slice is parsed where it stands: preceded by as many newlines as lines before it
-(and by ``if 1:`` so an indented body parses), so every node keeps the line and column
-a whole-text parse would give it and error messages need no translation. A cut never
-changes what parses: a wrong cut (inside brackets, a string, a continued line, between
-an ``if`` and its ``else`` or a decorator and its ``def``) leaves a slice that is not
-valid Python, and any syntax error makes the caller parse the whole text instead, so
-syntax errors read as they always did.
+With ``exact_lines`` each slice is parsed where it stands: preceded by as many
+newlines as lines before it (and by ``if 1:`` so an indented body parses), so every node
+keeps the line and column a whole-text parse would give it and error messages need no
+translation. Those newlines cost: the tokenizer reads every one, and slice k is preceded
+by all the lines of slices 0..k-1, so the padding grows as the square of the text (at
+100,000 bindings about 30 million newlines, a seventh of the parser's time). So the
+parser first reads the slices without it (``exact_lines=False``: a node's line is then
+counted from its slice) and, only if that finds an error, parses the text again with
+exact lines to report it. A cut never changes what parses: a wrong cut (inside brackets,
+a string, a continued line, between an ``if`` and its ``else`` or a decorator and its
+``def``) leaves a slice that is not valid Python, and any syntax error makes the caller
+parse the whole text instead, so syntax errors read as they always did.
 
 >>> split = split_module("def f(x: f64) -> f64:\\n    y = sin(x)\\n    return y\\n",
 ...                      slice_statements=1, min_sliced_lines=1)
@@ -32,15 +37,21 @@ from itertools import islice
 SLICE_STATEMENTS = 2000  # top-level statements per slice: ASTs this small cost little
 MIN_SLICED_LINES = 4 * SLICE_STATEMENTS  # shorter texts are parsed whole, as before
 _CLAUSES = ("else", "elif", "except", "finally")  # continue the statement before them
+READ_AHEAD = 64  # statements a StatementStream takes from its source at once
 
 
 class SliceSyntaxError(Exception):
     """A slice is not valid Python: parse the whole text instead."""
 
 
-def _parse_at(lines: list[str], start: int, stop: int, indented: bool) -> list[ast.stmt]:
-    """The statements of ``lines[start:stop]`` with their line numbers in the whole text."""
-    pad = "\n" * (start - 1) + "if 1:\n" if indented else "\n" * start
+def _parse_at(lines: list[str], start: int, stop: int, indented: bool,
+              exact: bool = True) -> list[ast.stmt]:
+    """The statements of ``lines[start:stop]`` with their line numbers in the whole text
+    (``exact``) or counted from the slice (one more when ``indented``)."""
+    if exact:
+        pad = "\n" * (start - 1) + "if 1:\n" if indented else "\n" * start
+    else:
+        pad = "if 1:\n" if indented else ""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # as the whole-text parse: SyntaxWarnings
@@ -53,11 +64,15 @@ def _parse_at(lines: list[str], start: int, stop: int, indented: bool) -> list[a
 class SlicedBody:
     """A function body's statements, parsed one slice at a time as they are read."""
 
-    def __init__(self, lines: list[str], cuts: list[int]):
+    def __init__(self, lines: list[str], cuts: list[int], exact_lines: bool = True):
         self.lines = lines
         self.cuts = cuts  # slice k is lines[cuts[k]:cuts[k + 1]]
+        self.exact = exact_lines
         self.next_slice = 0
-        self._last = _parse_at(lines, cuts[-2], cuts[-1], True)  # read first: checks `return`
+        self._last = self._parse(len(cuts) - 2)  # read first: checks `return`
+
+    def _parse(self, k: int) -> list[ast.stmt]:
+        return _parse_at(self.lines, self.cuts[k], self.cuts[k + 1], True, self.exact)
 
     def last_statement(self) -> ast.stmt:
         return self._last[-1]
@@ -69,13 +84,13 @@ class SlicedBody:
             if k == len(self.cuts) - 2:
                 stmts, self._last = self._last, [self._last[-1]]
             else:
-                stmts = _parse_at(self.lines, self.cuts[k], self.cuts[k + 1], True)
+                stmts = self._parse(k)
             yield from stmts
 
     def check_rest(self) -> None:
         """Raise SliceSyntaxError if a slice not yet read is not valid Python."""
         for k in range(self.next_slice, len(self.cuts) - 2):
-            _parse_at(self.lines, self.cuts[k], self.cuts[k + 1], True)
+            self._parse(k)
 
 
 class StatementStream:
@@ -88,17 +103,17 @@ class StatementStream:
 
     def peek(self, k: int = 0):
         ahead, want = self._ahead, k + 1 + self._drop_last
-        if len(ahead) < want:
-            ahead.extend(islice(self._source, want - len(ahead)))
+        if len(ahead) < want:  # read a few ahead: one islice per statement cost as much
+            ahead.extend(islice(self._source, max(want - len(ahead), READ_AHEAD)))
             if len(ahead) < want:
                 return None
         return ahead[k]
 
     def pop(self):
-        stmt = self.peek()
-        if stmt is None:
+        ahead = self._ahead
+        if len(ahead) <= self._drop_last and self.peek() is None:  # (else peek() is ahead[0])
             raise IndexError("no statement left")
-        return self._ahead.popleft()
+        return ahead.popleft()
 
 
 class SplitModule:
@@ -158,10 +173,12 @@ def _body_cuts(lines: list[str], start: int, stop: int, per_slice: int) -> list[
 
 
 def split_module(text: str, slice_statements: int | None = None,
-                 min_sliced_lines: int | None = None) -> SplitModule | None:
+                 min_sliced_lines: int | None = None,
+                 exact_lines: bool = True) -> SplitModule | None:
     """The module cut into slices, or None when it is short or unusual enough that the
     whole-text parse is simpler (tabs, form feeds and carriage returns change how Python
-    counts indentation and lines). Raises SliceSyntaxError for the caller to fall back."""
+    counts indentation and lines). Raises SliceSyntaxError for the caller to fall back.
+    Without ``exact_lines`` the long bodies' nodes count lines from their slice."""
     per_slice = SLICE_STATEMENTS if slice_statements is None else slice_statements
     min_lines = MIN_SLICED_LINES if min_sliced_lines is None else min_sliced_lines
     if text.count("\n") < min_lines or any(c in text for c in "\t\r\f\v"):
@@ -184,7 +201,8 @@ def split_module(text: str, slice_statements: int | None = None,
         if len(header) != 1 or not isinstance(header[0], ast.FunctionDef):
             raise SliceSyntaxError
         items.append(header[0])
-        bodies[header[0]] = SlicedBody(lines, _body_cuts(lines, end + 1, stop, per_slice))
+        bodies[header[0]] = SlicedBody(lines, _body_cuts(lines, end + 1, stop, per_slice),
+                                       exact_lines)
         chunk_start = stop
     items += _parse_at(lines, chunk_start, len(lines), False)
     return SplitModule(items, bodies)
