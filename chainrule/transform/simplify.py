@@ -111,6 +111,14 @@ class _Simplifier:
         self.defs: dict[Var, object] = {}  # variable -> its (simplified) Call or Tuple
         self.uniform: dict[Var, object] = {}  # variable -> the value of all its elements
         self.bcast: set[Var] = set()  # variables bound to a broadcast_to
+        # every variable in ``sub``, ``uniform`` or ``bcast``: a call reading none of these
+        # and of an op without a pattern that could apply is kept as it is (one lookup
+        # per operand instead of the rules' three)
+        self.notable: set[Var] = set()
+        # ops whose calls may be rewritten even when every operand is a plain variable
+        # (made per sweep: PATTERNS may have grown since the import)
+        self.loud = frozenset((*_RECORDED, *(op for op, patterns in PATTERNS.items()
+                                            if any(p not in NEEDS_KNOWN for p in patterns))))
         self._const_uniform: dict[int, tuple] = {}  # id -> (constant, value): holds it
         self.changed = False
         # a rewrite this sweep left unfinished (bindings it added are not simplified yet,
@@ -157,8 +165,10 @@ class _Simplifier:
                 u = self.uniform_of(value.args[0])
                 if op is _BROADCAST_TO:
                     self.bcast.add(var)
+                    self.notable.add(var)
             if u is not _NO_VALUE:
                 self.uniform[var] = u
+                self.notable.add(var)
         elif t is Tuple:
             self.defs[var] = value
 
@@ -311,9 +321,20 @@ class _Simplifier:
     # -- traversal ---------------------------------------------------------------------------
     def block(self, block: Block) -> Block:
         out: list = []
-        sub = self.sub
+        sub, notable, defs, loud = self.sub, self.notable, self.defs, self.loud
         for b in block.bindings:
-            value = subst_direct(b.value, sub)
+            value = b.value
+            if type(value) is Call:
+                op = value.callee
+                if type(op) is Op and value.args and op not in loud:
+                    for a in value.args:
+                        if type(a) is not Var or a in notable:
+                            break
+                    else:  # the common case: nothing to substitute, no rule applies
+                        defs[b.var] = value  # what ``record`` learns of it
+                        out.append(b)
+                        continue
+            value = subst_direct(value, sub)
             t = type(value)
             if t is If and type(value.cond) is Constant:
                 taken = value.then_block if bool(value.cond.data) else value.else_block
@@ -334,6 +355,7 @@ class _Simplifier:
                 t = type(value)
             if t is Var or t is Constant:
                 sub[b.var] = value
+                notable.add(b.var)
                 self.changed = True
                 continue
             self.record(b.var, value)
