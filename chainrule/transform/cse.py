@@ -137,11 +137,10 @@ class _CSE:
                     else:  # the common case: an op of variables, nothing substituted
                         key = (op, _ordered(args) if len(args) == 2 and op.commutative
                                else args)  # the key ``key`` makes of it
-                        prev = table.get(key)
-                        if prev is not None:
+                        prev = table.setdefault(key, b.var)  # one hashing of the key
+                        if prev is not b.var:
                             sub[b.var] = prev
                             continue
-                        table[key] = b.var
                         added.append(key)
                         out.append(b)
                         continue

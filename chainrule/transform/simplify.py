@@ -173,7 +173,11 @@ class _Simplifier:
             self.defs[var] = value
 
     def op_def(self, x, ops_wanted):
-        """The op call defining variable ``x`` if its op is one of ``ops_wanted``."""
+        """The op call defining variable ``x`` if its op is one of ``ops_wanted``.
+
+        Not known: a call that took ``block``'s fast path (every operand a variable, of an
+        op outside ``self.loud``) unless its op is in ``DEFINITIONS_READ``; the patterns
+        here read only calls of loud ops, or with a constant operand."""
         d = self.defs.get(x) if type(x) is Var else None
         if type(d) is Call and d.callee in ops_wanted:
             return d
@@ -324,6 +328,11 @@ class _Simplifier:
         sub, notable, defs, loud = self.sub, self.notable, self.defs, self.loud
         for b in block.bindings:
             value = b.value
+            if type(value) is Var:  # a copy: dropped, its variable replaced
+                sub[b.var] = sub.get(value, value)
+                notable.add(b.var)
+                self.changed = True
+                continue
             if type(value) is Call:
                 op = value.callee
                 if type(op) is Op and value.args and op not in loud:
@@ -331,7 +340,8 @@ class _Simplifier:
                         if type(a) is not Var or a in notable:
                             break
                     else:  # the common case: nothing to substitute, no rule applies
-                        defs[b.var] = value  # what ``record`` learns of it
+                        if op in DEFINITIONS_READ:
+                            defs[b.var] = value  # what ``record`` learns of it
                         out.append(b)
                         continue
             value = subst_direct(value, sub)
@@ -511,6 +521,11 @@ def broadcast_chain(s, call, t, out, hint):
 
 
 _RESHAPES = (ops.reshape, ops.expand_dims, ops.squeeze)
+# ops without patterns of their own whose calls of variables only a pattern looks up
+# (``op_def``): ``block`` keeps the definitions of no others such calls (one dict entry per
+# binding fewer); ``negation_into_constant`` reads multiply and divide, but only with a
+# constant operand
+DEFINITIONS_READ: frozenset = frozenset()
 # patterns that apply only when an operand is a constant or a variable whose elements
 # have a known value (``_Simplifier.uniform``): not tried when none is
 NEEDS_KNOWN = frozenset((identity, square_as_multiply, sign_into_constant))
