@@ -112,6 +112,9 @@ class Printer:
         self.header: list[str] = []
         self.reserved = reserved_names() | set(module.functions)
         self._printable_ops: set[Op] = set()  # ops checked to be the registered ones
+        # printable ops without a special form -> "name(": how ``block`` prints their
+        # calls of variables without attributes (learnt from ``value``'s first such call)
+        self._plain_calls: dict[Op, str] = {}
 
     # -- names -----------------------------------------------------------------
     def _assign(self, names: dict, taken: set, var: Var) -> str:
@@ -185,6 +188,7 @@ class Printer:
                 special = SPECIAL_PRINT.get(callee.name)
                 if special is not None:
                     return special(v, args)
+                self._plain_calls[callee] = callee.name + "("
                 if not v.attrs:
                     return f"{callee.name}({', '.join(args)})"
                 defaults = callee.attrs
@@ -209,11 +213,22 @@ class Printer:
     # -- statements ----------------------------------------------------------------
     def block(self, block: Block, names, indent: str, result_target: str | None) -> None:
         out = self.lines
+        plain = self._plain_calls
         for b in block.bindings:
             name = names[b.var]
             v = b.value
             t = type(v)
-            if t is Call or t is TupleGetItem:  # the common case first
+            if t is Call and not v.attrs:  # the common case first: an op of variables
+                head = plain.get(v.callee)
+                if head is not None:
+                    try:
+                        args = ", ".join([names[a] for a in v.args])
+                    except KeyError:  # an operand not a bound variable: value() prints it
+                        pass
+                    else:
+                        out.append(f"{indent}{name} = {head}{args})")
+                        continue
+            if t is Call or t is TupleGetItem:
                 out.append(f"{indent}{name} = {self.value(v, names)}")
             elif t is If:
                 out.append(f"{indent}if {self.atom(v.cond, names)}:")
@@ -255,8 +270,29 @@ class Printer:
         self.block(fn.body, names, indent + "    ", None)
         self.lines.append(f"{indent}    return {self.atom(fn.body.result, names)}")
 
+    def _has_large_constants(self) -> bool:
+        stack = [fn.body for fn in self.module.functions.values()]
+        while stack:
+            block = stack.pop()
+            atoms = list(atoms_of(block.result))
+            for b in block.bindings:
+                v = b.value
+                if type(v) is Call:  # the common case: only its constant operands matter
+                    for a in v.args:
+                        if type(a) is not Var:
+                            atoms.append(a)
+                    continue
+                atoms.extend(atoms_of(v))
+                stack.extend(nested_blocks(v))
+            for x in atoms:
+                if isinstance(x, Constant) and x.data.size > INLINE_CONSTANT_SIZE:
+                    return True
+        return False
+
     def _hoist_constants(self) -> None:
         """Name the large constants first, so that no variable takes their names."""
+        if not self._has_large_constants():  # most programs: one light walk, no names
+            return
         taken = set(self.reserved)
         for fn in self.module.functions.values():
             taken.update(p.name for p in fn.params)
