@@ -104,6 +104,10 @@ def format_attr(value) -> str:
     raise ChainruleError(f"cannot print attribute value {value!r}")
 
 
+class _LargeConstant(Exception):
+    """A large constant met before the large constants were named (``Printer.run``)."""
+
+
 class Printer:
     def __init__(self, module: Module):
         self.module = module
@@ -112,6 +116,7 @@ class Printer:
         self.header: list[str] = []
         self.reserved = reserved_names() | set(module.functions)
         self._printable_ops: set[Op] = set()  # ops checked to be the registered ones
+        self._hoisted = False  # whether _hoist_constants has named the large constants
         # printable ops without a special form -> "name(": how ``block`` prints their
         # calls of variables without attributes (learnt from ``value``'s first such call)
         self._plain_calls: dict[Op, str] = {}
@@ -163,6 +168,8 @@ class Printer:
                 raise ChainruleError(f"variable {x.name} is used but never bound") from None
         if isinstance(x, Constant):
             if x.data.size > INLINE_CONSTANT_SIZE:
+                if not self._hoisted:
+                    raise _LargeConstant  # run() hoists the constants and prints again
                 return self.const_names[id(x)]
             return format_constant_data(x.data)
         if isinstance(x, Tuple):
@@ -270,29 +277,9 @@ class Printer:
         self.block(fn.body, names, indent + "    ", None)
         self.lines.append(f"{indent}    return {self.atom(fn.body.result, names)}")
 
-    def _has_large_constants(self) -> bool:
-        stack = [fn.body for fn in self.module.functions.values()]
-        while stack:
-            block = stack.pop()
-            atoms = list(atoms_of(block.result))
-            for b in block.bindings:
-                v = b.value
-                if type(v) is Call:  # the common case: only its constant operands matter
-                    for a in v.args:
-                        if type(a) is not Var:
-                            atoms.append(a)
-                    continue
-                atoms.extend(atoms_of(v))
-                stack.extend(nested_blocks(v))
-            for x in atoms:
-                if isinstance(x, Constant) and x.data.size > INLINE_CONSTANT_SIZE:
-                    return True
-        return False
-
     def _hoist_constants(self) -> None:
         """Name the large constants first, so that no variable takes their names."""
-        if not self._has_large_constants():  # most programs: one light walk, no names
-            return
+        self._hoisted = True
         taken = set(self.reserved)
         for fn in self.module.functions.values():
             taken.update(p.name for p in fn.params)
@@ -332,8 +319,17 @@ class Printer:
             stack.extend(reversed(inner))
 
     def run(self) -> str:
+        # most programs have no large constant: they are printed without the walk that
+        # names those (and every name it must avoid); the first one met starts again
+        try:
+            return self._print_functions()
+        except _LargeConstant:
+            pass
         self._hoist_constants()
         self.reserved |= set(self.const_names.values())
+        return self._print_functions()
+
+    def _print_functions(self) -> str:
         chunks = []
         for fname in self.module.functions:
             if (not isinstance(fname, str) or not fname.isidentifier()
