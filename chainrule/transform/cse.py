@@ -46,7 +46,7 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.op import Op
-from .base import Pass, register_pass, same_block, subst_atom, subst_direct, with_blocks
+from .base import Pass, register_pass, subst_atom, subst_direct, with_blocks
 
 
 def freeze(value):
@@ -125,6 +125,7 @@ class _CSE:
         added = []
         out = []
         table, sub = self.table, self.sub
+        same = True  # every binding kept as it is (no comparison of the lists at the end)
         for b in block.bindings:
             value = b.value
             if type(value) is Call and not value.attrs:
@@ -135,11 +136,15 @@ class _CSE:
                         if type(a) is not Var or a in sub:
                             break
                     else:  # the common case: an op of variables, nothing substituted
-                        key = (op, _ordered(args) if len(args) == 2 and op.commutative
-                               else args)  # the key ``key`` makes of it
+                        if len(args) == 2 and op.commutative:
+                            a, c = args
+                            if id(c) < id(a):  # ``_ordered``, inlined
+                                args = (c, a)
+                        key = (op, args)  # the key ``key`` makes of it
                         prev = table.setdefault(key, b.var)  # one hashing of the key
                         if prev is not b.var:
                             sub[b.var] = prev
+                            same = False
                             continue
                         added.append(key)
                         out.append(b)
@@ -155,12 +160,16 @@ class _CSE:
                 prev = table.get(key)
                 if prev is not None:
                     sub[b.var] = prev
+                    same = False
                     continue
                 table[key] = b.var
                 added.append(key)
-            out.append(b if value is b.value else Binding(b.var, value))
+            if value is not b.value:
+                b = Binding(b.var, value)
+                same = False
+            out.append(b)
         result = subst_atom(block.result, sub)
-        new = same_block(block, out, result)
+        new = block if same and result is block.result else Block(out, result)
         if keep_scope:
             return new, added
         for k in added:

@@ -336,10 +336,19 @@ class _Simplifier:
             if type(value) is Call:
                 op = value.callee
                 if type(op) is Op and value.args and op not in loud:
+                    renamed = False
                     for a in value.args:
-                        if type(a) is not Var or a in notable:
+                        if type(a) is not Var:
                             break
-                    else:  # the common case: nothing to substitute, no rule applies
+                        if a in notable:
+                            copied = sub.get(a)
+                            if type(copied) is not Var or copied in notable:
+                                break
+                            renamed = True
+                    else:  # the common case: no rule applies, at most copies to substitute
+                        if renamed:  # what subst_direct makes of it
+                            value = Call(op, [sub.get(a, a) for a in value.args], value.attrs)
+                            b = Binding(b.var, value)
                         if op in DEFINITIONS_READ:
                             defs[b.var] = value  # what ``record`` learns of it
                         out.append(b)
