@@ -117,6 +117,7 @@ class Printer:
         self.reserved = reserved_names() | set(module.functions)
         self._printable_ops: set[Op] = set()  # ops checked to be the registered ones
         self._hoisted = False  # whether _hoist_constants has named the large constants
+        self._taken: set | None = None  # while naming variables as they are printed
         # printable ops without a special form -> "name(": how ``block`` prints their
         # calls of variables without attributes (learnt from ``value``'s first such call)
         self._plain_calls: dict[Op, str] = {}
@@ -165,6 +166,8 @@ class Printer:
             try:
                 return names[x]
             except KeyError:
+                if self._taken is not None:
+                    raise  # maybe bound further on: run() names everything first
                 raise ChainruleError(f"variable {x.name} is used but never bound") from None
         if isinstance(x, Constant):
             if x.data.size > INLINE_CONSTANT_SIZE:
@@ -221,8 +224,18 @@ class Printer:
     def block(self, block: Block, names, indent: str, result_target: str | None) -> None:
         out = self.lines
         plain = self._plain_calls
+        taken = self._taken  # names given so far, while naming as printing (else None)
         for b in block.bindings:
-            name = names[b.var]
+            if taken is None:
+                name = names[b.var]
+            else:  # _name_block's naming of the binding, in the same order
+                var = b.var
+                name = var.name
+                if type(name) is str and name not in taken and name.isidentifier():
+                    taken.add(name)
+                    names[var] = name
+                else:
+                    name = self._assign(names, taken, var)
             v = b.value
             t = type(v)
             if t is Call and not v.attrs:  # the common case first: an op of variables
@@ -243,6 +256,9 @@ class Printer:
                 out.append(f"{indent}else:")
                 self.block(v.else_block, names, indent + "    ", name)
             elif t is While:
+                if taken is not None:
+                    for lv in v.loop_vars:
+                        self._assign(names, taken, lv)
                 lvs = ", ".join(names[lv] for lv in v.loop_vars)
                 inits = ", ".join(self.atom(i, names) for i in v.init)
                 out.append(f"{indent}{lvs} = {inits}")
@@ -261,6 +277,9 @@ class Printer:
                 packed = lvs if len(v.loop_vars) == 1 else f"({lvs})"
                 out.append(f"{indent}{name} = {packed}")
             elif t is Function:
+                if taken is not None:
+                    for p in v.params:
+                        self._assign(names, taken, p)
                 self.function(name, v, names, indent)
             else:
                 out.append(f"{indent}{name} = {self.value(v, names)}")
@@ -319,17 +338,27 @@ class Printer:
             stack.extend(reversed(inner))
 
     def run(self) -> str:
-        # most programs have no large constant: they are printed without the walk that
-        # names those (and every name it must avoid); the first one met starts again
-        try:
-            return self._print_functions()
-        except _LargeConstant:
-            pass
-        self._hoist_constants()
-        self.reserved |= set(self.const_names.values())
-        return self._print_functions()
+        # Most programs are printed in one walk: no large constant (the walk naming
+        # those, and every name they must avoid, runs only when one is met, and the
+        # printing starts again) and variables named as they are printed (the names
+        # _name_block gives, in the same order), unless one is read before its binding
+        # in printing order: then they are all named first, as _name_block does.
+        for hoist in (False, True):
+            if hoist:
+                self._hoist_constants()
+                self.reserved |= set(self.const_names.values())
+            try:
+                return self._print_functions(naming=True)
+            except _LargeConstant:
+                continue
+            except KeyError:
+                break
+        if not self._hoisted:
+            self._hoist_constants()
+            self.reserved |= set(self.const_names.values())
+        return self._print_functions(naming=False)
 
-    def _print_functions(self) -> str:
+    def _print_functions(self, naming: bool) -> str:
         chunks = []
         for fname in self.module.functions:
             if (not isinstance(fname, str) or not fname.isidentifier()
@@ -342,7 +371,11 @@ class Printer:
             taken = set(self.reserved)
             for p in fn.params:
                 self._assign(names, taken, p)
-            self._name_block(names, taken, fn.body)
+            if naming:
+                self._taken = taken
+            else:
+                self._taken = None
+                self._name_block(names, taken, fn.body)
             self.lines = []
             self.function(fname, fn, names, "")
             chunks.append("\n".join(self.lines))
