@@ -118,6 +118,7 @@ class Printer:
         self._printable_ops: set[Op] = set()  # ops checked to be the registered ones
         self._hoisted = False  # whether _hoist_constants has named the large constants
         self._taken: set | None = None  # while naming variables as they are printed
+        self._constant_texts: dict[int, tuple] = {}  # id -> (constant, text): holds it
         # printable ops without a special form -> "name(": how ``block`` prints their
         # calls of variables without attributes (learnt from ``value``'s first such call)
         self._plain_calls: dict[Op, str] = {}
@@ -174,7 +175,10 @@ class Printer:
                 if not self._hoisted:
                     raise _LargeConstant  # run() hoists the constants and prints again
                 return self.const_names[id(x)]
-            return format_constant_data(x.data)
+            hit = self._constant_texts.get(id(x))
+            if hit is None:  # a pass reuses one constant (the 1.0 of every tanh rule)
+                hit = self._constant_texts[id(x)] = (x, format_constant_data(x.data))
+            return hit[1]
         if isinstance(x, Tuple):
             inner = [self.atom(f, names) for f in x.fields]
             return f"({inner[0]},)" if len(inner) == 1 else "(" + ", ".join(inner) + ")"
