@@ -530,10 +530,9 @@ def broadcast_chain(s, call, t, out, hint):
 
 
 _RESHAPES = (ops.reshape, ops.expand_dims, ops.squeeze)
-# ops without patterns of their own whose calls of variables only a pattern looks up
-# (``op_def``): ``block`` keeps the definitions of no others such calls (one dict entry per
-# binding fewer); ``negation_into_constant`` reads multiply and divide, but only with a
-# constant operand
+# ops without patterns whose calls of variables only a pattern looks up (``op_def``): ``block``
+# keeps no other such definition (``negation_into_constant`` reads multiply, divide with a
+# constant operand only)
 DEFINITIONS_READ: frozenset = frozenset()
 # patterns that apply only when an operand is a constant or a variable whose elements
 # have a known value (``_Simplifier.uniform``): not tried when none is
@@ -555,7 +554,6 @@ PATTERNS = {
     ops.permute_dims: [identity_permutation],
     ops.flip: [flip_nothing],
 }
-
 
 
 def simplify_function(fn: Function, max_sweeps: int = MAX_SWEEPS) -> Function:
