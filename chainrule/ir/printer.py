@@ -104,6 +104,10 @@ def format_attr(value) -> str:
     raise ChainruleError(f"cannot print attribute value {value!r}")
 
 
+class _LargeConstant(Exception):
+    """A large constant met before the large constants were named (``Printer.run``)."""
+
+
 class Printer:
     def __init__(self, module: Module):
         self.module = module
@@ -112,6 +116,12 @@ class Printer:
         self.header: list[str] = []
         self.reserved = reserved_names() | set(module.functions)
         self._printable_ops: set[Op] = set()  # ops checked to be the registered ones
+        self._hoisted = False  # whether _hoist_constants has named the large constants
+        self._taken: set | None = None  # while naming variables as they are printed
+        self._constant_texts: dict[int, tuple] = {}  # id -> (constant, text): holds it
+        # printable ops without a special form -> "name(": how ``block`` prints their
+        # calls of variables without attributes (learnt from ``value``'s first such call)
+        self._plain_calls: dict[Op, str] = {}
 
     # -- names -----------------------------------------------------------------
     def _assign(self, names: dict, taken: set, var: Var) -> str:
@@ -157,11 +167,18 @@ class Printer:
             try:
                 return names[x]
             except KeyError:
+                if self._taken is not None:
+                    raise  # maybe bound further on: run() names everything first
                 raise ChainruleError(f"variable {x.name} is used but never bound") from None
         if isinstance(x, Constant):
             if x.data.size > INLINE_CONSTANT_SIZE:
+                if not self._hoisted:
+                    raise _LargeConstant  # run() hoists the constants and prints again
                 return self.const_names[id(x)]
-            return format_constant_data(x.data)
+            hit = self._constant_texts.get(id(x))
+            if hit is None:  # a pass reuses one constant (the 1.0 of every tanh rule)
+                hit = self._constant_texts[id(x)] = (x, format_constant_data(x.data))
+            return hit[1]
         if isinstance(x, Tuple):
             inner = [self.atom(f, names) for f in x.fields]
             return f"({inner[0]},)" if len(inner) == 1 else "(" + ", ".join(inner) + ")"
@@ -185,6 +202,7 @@ class Printer:
                 special = SPECIAL_PRINT.get(callee.name)
                 if special is not None:
                     return special(v, args)
+                self._plain_calls[callee] = callee.name + "("
                 if not v.attrs:
                     return f"{callee.name}({', '.join(args)})"
                 defaults = callee.attrs
@@ -209,11 +227,32 @@ class Printer:
     # -- statements ----------------------------------------------------------------
     def block(self, block: Block, names, indent: str, result_target: str | None) -> None:
         out = self.lines
+        plain = self._plain_calls
+        taken = self._taken  # names given so far, while naming as printing (else None)
         for b in block.bindings:
-            name = names[b.var]
+            if taken is None:
+                name = names[b.var]
+            else:  # _name_block's naming of the binding, in the same order
+                var = b.var
+                name = var.name
+                if type(name) is str and name not in taken and name.isidentifier():
+                    taken.add(name)
+                    names[var] = name
+                else:
+                    name = self._assign(names, taken, var)
             v = b.value
             t = type(v)
-            if t is Call or t is TupleGetItem:  # the common case first
+            if t is Call and not v.attrs:  # the common case first: an op of variables
+                head = plain.get(v.callee)
+                if head is not None:
+                    try:
+                        args = ", ".join([names[a] for a in v.args])
+                    except KeyError:  # an operand not a bound variable: value() prints it
+                        pass
+                    else:
+                        out.append(f"{indent}{name} = {head}{args})")
+                        continue
+            if t is Call or t is TupleGetItem:
                 out.append(f"{indent}{name} = {self.value(v, names)}")
             elif t is If:
                 out.append(f"{indent}if {self.atom(v.cond, names)}:")
@@ -221,6 +260,9 @@ class Printer:
                 out.append(f"{indent}else:")
                 self.block(v.else_block, names, indent + "    ", name)
             elif t is While:
+                if taken is not None:
+                    for lv in v.loop_vars:
+                        self._assign(names, taken, lv)
                 lvs = ", ".join(names[lv] for lv in v.loop_vars)
                 inits = ", ".join(self.atom(i, names) for i in v.init)
                 out.append(f"{indent}{lvs} = {inits}")
@@ -239,6 +281,9 @@ class Printer:
                 packed = lvs if len(v.loop_vars) == 1 else f"({lvs})"
                 out.append(f"{indent}{name} = {packed}")
             elif t is Function:
+                if taken is not None:
+                    for p in v.params:
+                        self._assign(names, taken, p)
                 self.function(name, v, names, indent)
             else:
                 out.append(f"{indent}{name} = {self.value(v, names)}")
@@ -257,6 +302,7 @@ class Printer:
 
     def _hoist_constants(self) -> None:
         """Name the large constants first, so that no variable takes their names."""
+        self._hoisted = True
         taken = set(self.reserved)
         for fn in self.module.functions.values():
             taken.update(p.name for p in fn.params)
@@ -296,8 +342,27 @@ class Printer:
             stack.extend(reversed(inner))
 
     def run(self) -> str:
-        self._hoist_constants()
-        self.reserved |= set(self.const_names.values())
+        # Most programs are printed in one walk: no large constant (the walk naming
+        # those, and every name they must avoid, runs only when one is met, and the
+        # printing starts again) and variables named as they are printed (the names
+        # _name_block gives, in the same order), unless one is read before its binding
+        # in printing order: then they are all named first, as _name_block does.
+        for hoist in (False, True):
+            if hoist:
+                self._hoist_constants()
+                self.reserved |= set(self.const_names.values())
+            try:
+                return self._print_functions(naming=True)
+            except _LargeConstant:
+                continue
+            except KeyError:
+                break
+        if not self._hoisted:
+            self._hoist_constants()
+            self.reserved |= set(self.const_names.values())
+        return self._print_functions(naming=False)
+
+    def _print_functions(self, naming: bool) -> str:
         chunks = []
         for fname in self.module.functions:
             if (not isinstance(fname, str) or not fname.isidentifier()
@@ -310,7 +375,11 @@ class Printer:
             taken = set(self.reserved)
             for p in fn.params:
                 self._assign(names, taken, p)
-            self._name_block(names, taken, fn.body)
+            if naming:
+                self._taken = taken
+            else:
+                self._taken = None
+                self._name_block(names, taken, fn.body)
             self.lines = []
             self.function(fname, fn, names, "")
             chunks.append("\n".join(self.lines))

@@ -46,7 +46,7 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.op import Op
-from .base import Pass, register_pass, same_block, subst_atom, subst_direct, with_blocks
+from .base import Pass, register_pass, subst_atom, subst_direct, with_blocks
 
 
 def freeze(value):
@@ -60,6 +60,14 @@ def freeze(value):
     except TypeError:
         return ("repr", repr(value))
     return (type(value).__name__, value)
+
+
+def _ordered(pair: tuple) -> tuple:
+    """The two variables of a commutative call in one order (by identity: variables
+    hash and compare by identity), so ``a * b`` and ``b * a`` get one key, bit for bit
+    the same value."""
+    a, b = pair
+    return pair if id(a) <= id(b) else (b, a)
 
 
 def constant_key(c: Constant) -> tuple:
@@ -97,12 +105,15 @@ class _CSE:
             for a in args:  # the common case: variables only, which are their own keys
                 if type(a) is not Var:
                     args = tuple([a if type(a) is Var else self.atom_key(a) for a in args])
+                    if len(args) == 2 and tc is Op and callee.commutative:
+                        args = ("commutative", frozenset(args))  # a * b is b * a
                     break
-            if len(args) == 2 and tc is Op and callee.commutative:
-                args = ("commutative", frozenset(args))  # a * b is b * a, bit for bit
-            attrs = (tuple(sorted([(k, freeze(v)) for k, v in value.attrs.items()]))
-                     if value.attrs else ())
-            return ("call", ck, args, attrs)
+            else:
+                if len(args) == 2 and tc is Op and callee.commutative:
+                    args = _ordered(args)
+            if value.attrs:
+                return (ck, args, tuple(sorted([(k, freeze(v)) for k, v in value.attrs.items()])))
+            return (ck, args)  # ck is never a string: no other kind of key starts so
         if t is TupleGetItem:
             return ("get", self.atom_key(value.tuple_value), value.index)
         if t is Tuple or t is Constant:
@@ -114,8 +125,31 @@ class _CSE:
         added = []
         out = []
         table, sub = self.table, self.sub
+        same = True  # every binding kept as it is (no comparison of the lists at the end)
         for b in block.bindings:
-            value = subst_direct(b.value, sub)
+            value = b.value
+            if type(value) is Call and not value.attrs:
+                op = value.callee
+                if type(op) is Op and not op.effects:
+                    args = value.args
+                    for a in args:
+                        if type(a) is not Var or a in sub:
+                            break
+                    else:  # the common case: an op of variables, nothing substituted
+                        if len(args) == 2 and op.commutative:
+                            a, c = args
+                            if id(c) < id(a):  # ``_ordered``, inlined
+                                args = (c, a)
+                        key = (op, args)  # the key ``key`` makes of it
+                        prev = table.setdefault(key, b.var)  # one hashing of the key
+                        if prev is not b.var:
+                            sub[b.var] = prev
+                            same = False
+                            continue
+                        added.append(key)
+                        out.append(b)
+                        continue
+            value = subst_direct(value, sub)
             tv = type(value)
             if tv is If or tv is While or tv is Function:
                 value = self.nested(value)
@@ -126,12 +160,16 @@ class _CSE:
                 prev = table.get(key)
                 if prev is not None:
                     sub[b.var] = prev
+                    same = False
                     continue
                 table[key] = b.var
                 added.append(key)
-            out.append(b if value is b.value else Binding(b.var, value))
+            if value is not b.value:
+                b = Binding(b.var, value)
+                same = False
+            out.append(b)
         result = subst_atom(block.result, sub)
-        new = same_block(block, out, result)
+        new = block if same and result is block.result else Block(out, result)
         if keep_scope:
             return new, added
         for k in added:

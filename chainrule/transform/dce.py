@@ -37,7 +37,7 @@ from ..ir.collector import collector_paused
 from ..ir.nodes import Binding, Block, Call, Function, GlobalVar, Module, Tuple, Var, While
 from ..ir.op import Op
 from ..ir.visitor import atoms_of, nested_blocks
-from .base import Pass, register_pass, same_block, with_blocks
+from .base import Pass, register_pass, with_blocks
 
 
 def _effect(value) -> bool:
@@ -58,22 +58,26 @@ def _block(block: Block, live: set) -> Block:
     """``block`` without its dead bindings; adds what it reads to ``live``."""
     _mark(block.result, live)
     kept = []
+    mark = live.add
+    same = True  # every binding kept as it is (no comparison of the lists at the end)
     for b in reversed(block.bindings):
         value = b.value
         if type(value) is Call:  # the common case first: a call (no nested block)
             callee = value.callee
             if b.var not in live and not (type(callee) is Op and callee.effects):
+                same = False
                 continue
             if type(callee) is Var:
-                live.add(callee)
+                mark(callee)
             for a in value.args:
                 if type(a) is Var:
-                    live.add(a)
+                    mark(a)
                 elif type(a) is Tuple:
                     _mark(a, live)
             kept.append(b)
             continue
         if b.var not in live and not _effect(value):
+            same = False
             continue
         inner = nested_blocks(value)
         if inner:
@@ -86,12 +90,15 @@ def _block(block: Block, live: set) -> Block:
                 new_value = with_blocks(value, [_block(blk, live) for blk in inner])
             if new_value is not value:
                 b = Binding(b.var, new_value)
+                same = False
         for a in atoms_of(value):
             if type(a) is Var:
-                live.add(a)
+                mark(a)
         kept.append(b)
+    if same:
+        return block
     kept.reverse()
-    return same_block(block, kept, block.result)
+    return Block(kept, block.result)
 
 
 def dce_function(fn: Function) -> Function:

@@ -45,25 +45,6 @@ def partial_eval(module: Module, max_rounds: int = MAX_ROUNDS) -> Module:
     return module
 
 
-def _defines_closure_or_calls(fn: Function, calls) -> bool:
-    """Whether ``fn`` defines a closure, or makes a call whose callee ``calls`` accepts
-    (anywhere inside)."""
-    stack = [fn.body]
-    while stack:
-        block = stack.pop()
-        for b in block.bindings:
-            v = b.value
-            t = type(v)
-            if t is Call:  # the common case first
-                if calls(v.callee):
-                    return True
-                continue
-            if t is Function:
-                return True
-            stack.extend(nested_blocks(v))
-    return False
-
-
 def holds_closures(fn: Function) -> bool:
     """Whether ``fn`` defines closures or calls function values (anywhere inside)."""
     return closure_facts(fn)[1]  # its walk tests callees inline (no call per binding)
@@ -73,8 +54,26 @@ def may_inline(module: Module) -> bool:
     """Whether ``inline`` can change ``module``: a function calls a module function or
     defines a closure (anywhere inside). When not, ``inline`` returns every function as
     the same object, and a pass may skip it (one scan instead of its three)."""
-    return any(_defines_closure_or_calls(fn, lambda callee: type(callee) is not Op)
-               for fn in module.functions.values())
+    return any(_calls_or_defines_closure(fn) for fn in module.functions.values())
+
+
+def _calls_or_defines_closure(fn: Function) -> bool:
+    """Whether ``fn`` defines a closure or calls anything but an op (anywhere inside);
+    the test written inline, no call per binding: optimize asks it of every program."""
+    stack = [fn.body]
+    while stack:
+        block = stack.pop()
+        for b in block.bindings:
+            v = b.value
+            t = type(v)
+            if t is Call:
+                if type(v.callee) is not Op:
+                    return True
+                continue
+            if t is Function:
+                return True
+            stack.extend(nested_blocks(v))
+    return False
 
 
 def closure_facts(fn: Function) -> tuple[bool, bool]:

@@ -75,11 +75,11 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.op import Op
-from ..ir.types import TensorType, TupleType
-from ..ops.stack_schedule import LOOP_CHECKPOINT
+from ..ir.types import TensorType
 from .base import Pass, register_pass, same_block, subst_atom, subst_direct, with_blocks
+from .simplify_fold import FOLD_LIMIT as FOLD_LIMIT  # the limit the docstring names
+from .simplify_fold import fold
 
-FOLD_LIMIT = 64  # largest result (in elements) that constant folding creates
 MAX_SWEEPS = 8
 _RULE_CHAIN = 4  # rewrites of one binding per sweep before moving on
 
@@ -88,8 +88,6 @@ _UNIFORM_PRESERVING = frozenset((ops.broadcast_to, ops.reshape, ops.expand_dims,
                                  ops.permute_dims, ops.flip))
 _FULL = frozenset((ops.full, ops.full_like))
 _BROADCAST_TO, _INDEX_ADD, _NEGATIVE = ops.broadcast_to, ops.index_add, ops.negative
-# ops without operands folded when they make a scalar (the seed ones(()) of a gradient)
-_CREATION = (ops.zeros, ops.ones, ops.full, ops.arange)
 # the value every element of a creation op's result has
 _FILLED = {ops.zeros: 0, ops.zeros_like: 0, ops.ones: 1, ops.ones_like: 1}
 _NO_VALUE = object()
@@ -111,6 +109,21 @@ class _Simplifier:
         self.defs: dict[Var, object] = {}  # variable -> its (simplified) Call or Tuple
         self.uniform: dict[Var, object] = {}  # variable -> the value of all its elements
         self.bcast: set[Var] = set()  # variables bound to a broadcast_to
+        # every variable in ``sub``, ``uniform`` or ``bcast``: a call reading none of these
+        # and of an op without a pattern that could apply is kept as it is (one lookup
+        # per operand instead of the rules' three)
+        self.notable: set[Var] = set()
+        # ops whose calls may be rewritten even when every operand is a plain variable
+        # (made per sweep: PATTERNS may have grown since the import)
+        self.loud = frozenset((*_RECORDED, *(op for op, patterns in PATTERNS.items()
+                                            if any(p not in NEEDS_KNOWN for p in patterns))))
+        # ops whose patterns read only the values of scalar constant operands (when the
+        # other operands are plain variables), and what they made of such calls so far:
+        # (op, constant ids) -> (the constants, no rule applied)
+        self.by_value = frozenset(op for op, patterns in PATTERNS.items()
+                                  if op not in self.loud and all(p in READ_VALUES_ONLY
+                                                                 for p in patterns))
+        self.inert: dict[tuple, tuple] = {}
         self._const_uniform: dict[int, tuple] = {}  # id -> (constant, value): holds it
         self.changed = False
         # a rewrite this sweep left unfinished (bindings it added are not simplified yet,
@@ -157,13 +170,19 @@ class _Simplifier:
                 u = self.uniform_of(value.args[0])
                 if op is _BROADCAST_TO:
                     self.bcast.add(var)
+                    self.notable.add(var)
             if u is not _NO_VALUE:
                 self.uniform[var] = u
+                self.notable.add(var)
         elif t is Tuple:
             self.defs[var] = value
 
     def op_def(self, x, ops_wanted):
-        """The op call defining variable ``x`` if its op is one of ``ops_wanted``."""
+        """The op call defining variable ``x`` if its op is one of ``ops_wanted``.
+
+        Not known: a call that took ``block``'s fast path (every operand a variable, of an
+        op outside ``self.loud``) unless its op is in ``DEFINITIONS_READ``; the patterns
+        here read only calls of loud ops, or with a constant operand."""
         d = self.defs.get(x) if type(x) is Var else None
         if type(d) is Call and d.callee in ops_wanted:
             return d
@@ -216,41 +235,6 @@ class _Simplifier:
         return None if x is None else self.typed_call(ops.negative, [x], {}, t)
 
     # -- rules ----------------------------------------------------------------------------
-    def fold(self, var: Var, call: Call):
-        # a loop's checkpoint mark is not a value to compute: folded, the loop loses it
-        if call.callee.effects or call.callee is LOOP_CHECKPOINT:
-            return None
-        t = var.type
-        if not call.args:  # a creation op: folded when it makes a scalar
-            if call.callee not in _CREATION or not (
-                    isinstance(t, TensorType) and t.shape == ()):
-                return None
-        elif not all(type(a) is Constant for a in call.args):
-            return None
-        fields = t.fields if isinstance(t, TupleType) else (t,)
-        size = 0
-        for f in fields:
-            if not isinstance(f, TensorType) or f.size is None:
-                return None
-            size += f.size
-        if size > FOLD_LIMIT:
-            return None
-        try:
-            with np.errstate(all="ignore"):
-                res = call.callee.kernel(*[a.data for a in call.args], **call.attrs)
-        except Exception:  # folding is best effort: a failing kernel fails at run time
-            return None
-        parts = list(res) if isinstance(t, TupleType) else [res]
-        if len(parts) != len(fields):
-            return None
-        consts = []
-        for part, f in zip(parts, fields):
-            arr = np.asarray(part)
-            if arr.shape != f.shape:
-                return None
-            consts.append(Constant(arr.astype(f.dtype.numpy, copy=False)))
-        return Tuple(consts) if isinstance(t, TupleType) else consts[0]
-
     def rules(self, var: Var, call: Call, out: list):
         """A simpler value for ``var = call`` (atom or Call or Tuple), or None: the first
         pattern of ``PATTERNS`` (broadcast operands first) that applies."""
@@ -292,7 +276,7 @@ class _Simplifier:
                 return value
             args = value.args
             # folding needs every operand constant: most calls fail at the first one
-            new = (self.fold(var, value) if not args or type(args[0]) is Constant
+            new = (fold(var, value) if not args or type(args[0]) is Constant
                    else None)
             pending: list = []  # bindings a rewrite needs, kept only if it succeeds
             if new is None:
@@ -311,9 +295,51 @@ class _Simplifier:
     # -- traversal ---------------------------------------------------------------------------
     def block(self, block: Block) -> Block:
         out: list = []
-        sub = self.sub
+        sub, notable, defs, loud = self.sub, self.notable, self.defs, self.loud
+        by_value, inert, inert_key = self.by_value, self.inert, None
         for b in block.bindings:
-            value = subst_direct(b.value, sub)
+            value = b.value
+            if type(value) is Var:  # a copy: dropped, its variable replaced
+                sub[b.var] = sub.get(value, value)
+                notable.add(b.var)
+                self.changed = True
+                continue
+            if type(value) is Call:
+                op = value.callee
+                if type(op) is Op and value.args and op not in loud:
+                    plain, renamed, scalars = True, False, False
+                    for a in value.args:
+                        if type(a) is Var:
+                            if a in notable:
+                                copied = sub.get(a)
+                                if type(copied) is not Var or copied in notable:
+                                    plain = False
+                                    break
+                                renamed = True
+                        elif type(a) is Constant and op in by_value and not a.data.ndim:
+                            scalars = True
+                        else:
+                            plain = False
+                            break
+                    if plain and scalars:  # whether a rule applies depends on the scalars
+                        plain = False
+                        if not value.attrs and Var in map(type, value.args):  # (not folded)
+                            key = (op, *[id(a) if type(a) is Constant else None
+                                         for a in value.args])
+                            hit = inert.get(key)
+                            if hit is None:
+                                inert_key = key  # the rules say, remembered below
+                            else:
+                                plain = hit[1]
+                    if plain:  # the common case: no rule applies, at most copies to substitute
+                        if renamed:  # what subst_direct makes of it
+                            value = Call(op, [sub.get(a, a) for a in value.args], value.attrs)
+                            b = Binding(b.var, value)
+                        if op in DEFINITIONS_READ:
+                            defs[b.var] = value  # what ``record`` learns of it
+                        out.append(b)
+                        continue
+            value = subst_direct(value, sub)
             t = type(value)
             if t is If and type(value.cond) is Constant:
                 taken = value.then_block if bool(value.cond.data) else value.else_block
@@ -330,10 +356,16 @@ class _Simplifier:
             elif t is Function:
                 value = with_blocks(value, (self.block(value.body),))
             else:
+                call = value
                 value = self.rewrite(b.var, value, out)
                 t = type(value)
+                if inert_key is not None:  # holds the constants: their ids stay theirs
+                    inert[inert_key] = ([a for a in call.args if type(a) is Constant],
+                                        value is call)
+                    inert_key = None
             if t is Var or t is Constant:
                 sub[b.var] = value
+                notable.add(b.var)
                 self.changed = True
                 continue
             self.record(b.var, value)
@@ -489,9 +521,16 @@ def broadcast_chain(s, call, t, out, hint):
 
 
 _RESHAPES = (ops.reshape, ops.expand_dims, ops.squeeze)
+# ops without patterns whose calls of variables only a pattern looks up (``op_def``): ``block``
+# keeps no other such definition (``negation_into_constant`` reads multiply, divide with a
+# constant operand only)
+DEFINITIONS_READ: frozenset = frozenset()
 # patterns that apply only when an operand is a constant or a variable whose elements
 # have a known value (``_Simplifier.uniform``): not tried when none is
 NEEDS_KNOWN = frozenset((identity, square_as_multiply, sign_into_constant))
+# patterns that, given scalar constant operands and plain variables (no known value), apply
+# or not by the constants' values alone
+READ_VALUES_ONLY = frozenset((identity, square_as_multiply))
 
 PATTERNS = {
     ops.add: [identity],
@@ -509,7 +548,6 @@ PATTERNS = {
     ops.permute_dims: [identity_permutation],
     ops.flip: [flip_nothing],
 }
-
 
 
 def simplify_function(fn: Function, max_sweeps: int = MAX_SWEEPS) -> Function:
