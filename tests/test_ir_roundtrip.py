@@ -401,6 +401,21 @@ def test_hoisted_constant_names_avoid_variable_names():
     assert "def main(c0: f32[20])" in s
 
 
+def test_large_constant_inside_a_tuple_operand_is_hoisted():
+    big = ", ".join(f"{float(i)}" for i in range(20))
+    m = roundtrip(cr.parse(f"""
+c0 = f64([{big}])
+
+def g(p: tuple[f64[20], tuple[f64[20], f64[20]]]) -> f64[20]:
+    lv0 = p[0]
+    return lv0
+
+def main(x: f64[20]) -> f64[20]:
+    lv0 = g((x, (c0, x)))
+    return lv0
+"""))
+    assert str(m).count("c0 = f64([0.0, 1.0,") == 1 and "g((x, (c0, x)))" in str(m)
+
 # -- types -------------------------------------------------------------------------------------
 def test_ellipsis_is_expanded():
     m = cr.parse(text("""

@@ -329,7 +329,9 @@ class Printer:
                     taken.update(lv.name for lv in v.loop_vars)
             atoms.extend(atoms_of(block.result))
             for x in atoms:
-                if (isinstance(x, Constant) and x.data.size > INLINE_CONSTANT_SIZE
+                if type(x) is Tuple:  # a tuple operand: its fields (nested: later in atoms)
+                    atoms.extend(x.fields)
+                elif (isinstance(x, Constant) and x.data.size > INLINE_CONSTANT_SIZE
                         and id(x) not in self.const_names):
                     k = len(self.const_names)
                     name = f"c{k}"
