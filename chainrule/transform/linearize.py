@@ -107,11 +107,43 @@ def _straight_line(jf: Function, n: int) -> tuple[Function, Function] | None:
     needed: list = []  # the residuals, in first-read order
     sub: dict = {}  # a residual or argument-free primal value -> the tangent side's
     add_primal, add_tangent, is_tangent = primal.append, tangent.append, tangent_vars.add
+    get = sub.get
+
+    def residual(a: Var) -> Var:  # a residual's first read: its parameter
+        name = a.name  # (_residual_param, inlined)
+        r = _new_node(Var)
+        _var_name(r, name if name.endswith("_res") else f"{name}_res")
+        _var_type(r, a.type)
+        needed.append(a)
+        sub[a] = r
+        return r
+
     for b in jf.body.bindings:
         value = b.value
         if type(value) is not Call or type(value.callee) is not Op:
             return None
         args = value.args
+        if len(args) == 2:  # most calls: sorted and substituted without a loop
+            x, y = args
+            tx, ty = type(x), type(y)
+            if tx is Tuple or ty is Tuple:
+                return None
+            x_tan = tx is Var and x in tangent_vars
+            if not x_tan and not (ty is Var and y in tangent_vars):
+                add_primal(b)  # a primal binding (with operands: not argument-free)
+                continue
+            is_tangent(b.var)
+            if not x_tan and tx is Var:
+                x = get(x) or residual(x)
+            elif x_tan and ty is Var and y not in tangent_vars:
+                y = get(y) or residual(y)
+            else:  # a constant and a tangent, or two tangents: nothing to substitute
+                add_tangent(b)
+                continue
+            copied = _new_node(Call)  # as Call.with_args makes one: the attrs shared
+            copied.callee, copied.args, copied.attrs = value.callee, (x, y), value.attrs
+            add_tangent(Binding(b.var, copied))
+            continue
         for a in args:
             if type(a) is Var:
                 if a in tangent_vars:
@@ -130,17 +162,11 @@ def _straight_line(jf: Function, n: int) -> tuple[Function, Function] | None:
         for k, a in enumerate(args):
             t = type(a)
             if t is Var:
-                r = sub.get(a)
+                r = get(a)
                 if r is None:
                     if a in tangent_vars:
                         continue
-                    # a residual's first read: its parameter (_residual_param, inlined)
-                    name = a.name
-                    r = _new_node(Var)
-                    _var_name(r, name if name.endswith("_res") else f"{name}_res")
-                    _var_type(r, a.type)
-                    needed.append(a)
-                    sub[a] = r
+                    r = residual(a)
                 if new_args is None:
                     new_args = list(args)
                 new_args[k] = r
