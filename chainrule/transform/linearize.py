@@ -27,7 +27,7 @@ from ..ir.nodes import (
     typed_var,
 )
 from ..ir.op import Op
-from ..ir.types import TensorType
+from ..ir.types import TensorType, TupleType
 from ..ir.visitor import Mutator, substitute_vars, vars_used
 from .base import OptionsPass, register_pass
 from .inline import inline
@@ -123,7 +123,19 @@ def _straight_line(jf: Function, n: int) -> tuple[Function, Function] | None:
         if type(value) is not Call or type(value.callee) is not Op:
             return None
         args = value.args
-        if len(args) == 2:  # most calls: sorted and substituted without a loop
+        n_args = len(args)
+        if n_args == 1:  # an operand that is a tangent makes a tangent to keep as it is
+            x = args[0]
+            tx = type(x)
+            if tx is Var and x in tangent_vars:
+                is_tangent(b.var)
+                add_tangent(b)
+                continue
+            if tx is Tuple:
+                return None
+            add_primal(b)  # a primal binding (with an operand: not argument-free)
+            continue
+        if n_args == 2:  # most calls: sorted and substituted without a loop
             x, y = args
             tx, ty = type(x), type(y)
             if tx is Tuple or ty is Tuple:
@@ -183,7 +195,9 @@ def _straight_line(jf: Function, n: int) -> tuple[Function, Function] | None:
             needed.append(v)
             sub[v] = _residual_param(v)
     out = Tuple([result, Tuple(list(needed))])
-    prim = Function(jf.params[:n], Block(primal, out), arg_type(out))
+    # arg_type(out), without its call per residual
+    out_type = TupleType([arg_type(result), TupleType([v.type for v in needed])])
+    prim = Function(jf.params[:n], Block(primal, out), out_type)
     return prim, Function([sub[v] for v in needed] + list(jf.params[n:]),
                           Block(moved + tangent, _substituted(dresult, sub)),
                           arg_type(dresult))
