@@ -27,7 +27,7 @@ from ..ir.nodes import (
     typed_var,
 )
 from ..ir.op import Op
-from ..ir.types import TensorType
+from ..ir.types import TensorType, TupleType
 from ..ir.visitor import Mutator, substitute_vars, vars_used
 from .base import OptionsPass, register_pass
 from .inline import inline
@@ -107,11 +107,55 @@ def _straight_line(jf: Function, n: int) -> tuple[Function, Function] | None:
     needed: list = []  # the residuals, in first-read order
     sub: dict = {}  # a residual or argument-free primal value -> the tangent side's
     add_primal, add_tangent, is_tangent = primal.append, tangent.append, tangent_vars.add
+    get = sub.get
+
+    def residual(a: Var) -> Var:  # a residual's first read: its parameter
+        name = a.name  # (_residual_param, inlined)
+        r = _new_node(Var)
+        _var_name(r, name if name.endswith("_res") else f"{name}_res")
+        _var_type(r, a.type)
+        needed.append(a)
+        sub[a] = r
+        return r
+
     for b in jf.body.bindings:
         value = b.value
         if type(value) is not Call or type(value.callee) is not Op:
             return None
         args = value.args
+        n_args = len(args)
+        if n_args == 1:  # an operand that is a tangent makes a tangent to keep as it is
+            x = args[0]
+            tx = type(x)
+            if tx is Var and x in tangent_vars:
+                is_tangent(b.var)
+                add_tangent(b)
+                continue
+            if tx is Tuple:
+                return None
+            add_primal(b)  # a primal binding (with an operand: not argument-free)
+            continue
+        if n_args == 2:  # most calls: sorted and substituted without a loop
+            x, y = args
+            tx, ty = type(x), type(y)
+            if tx is Tuple or ty is Tuple:
+                return None
+            x_tan = tx is Var and x in tangent_vars
+            if not x_tan and not (ty is Var and y in tangent_vars):
+                add_primal(b)  # a primal binding (with operands: not argument-free)
+                continue
+            is_tangent(b.var)
+            if not x_tan and tx is Var:
+                x = get(x) or residual(x)
+            elif x_tan and ty is Var and y not in tangent_vars:
+                y = get(y) or residual(y)
+            else:  # a constant and a tangent, or two tangents: nothing to substitute
+                add_tangent(b)
+                continue
+            copied = _new_node(Call)  # as Call.with_args makes one: the attrs shared
+            copied.callee, copied.args, copied.attrs = value.callee, (x, y), value.attrs
+            add_tangent(Binding(b.var, copied))
+            continue
         for a in args:
             if type(a) is Var:
                 if a in tangent_vars:
@@ -130,17 +174,11 @@ def _straight_line(jf: Function, n: int) -> tuple[Function, Function] | None:
         for k, a in enumerate(args):
             t = type(a)
             if t is Var:
-                r = sub.get(a)
+                r = get(a)
                 if r is None:
                     if a in tangent_vars:
                         continue
-                    # a residual's first read: its parameter (_residual_param, inlined)
-                    name = a.name
-                    r = _new_node(Var)
-                    _var_name(r, name if name.endswith("_res") else f"{name}_res")
-                    _var_type(r, a.type)
-                    needed.append(a)
-                    sub[a] = r
+                    r = residual(a)
                 if new_args is None:
                     new_args = list(args)
                 new_args[k] = r
@@ -157,7 +195,9 @@ def _straight_line(jf: Function, n: int) -> tuple[Function, Function] | None:
             needed.append(v)
             sub[v] = _residual_param(v)
     out = Tuple([result, Tuple(list(needed))])
-    prim = Function(jf.params[:n], Block(primal, out), arg_type(out))
+    # arg_type(out), without its call per residual
+    out_type = TupleType([arg_type(result), TupleType([v.type for v in needed])])
+    prim = Function(jf.params[:n], Block(primal, out), out_type)
     return prim, Function([sub[v] for v in needed] + list(jf.params[n:]),
                           Block(moved + tangent, _substituted(dresult, sub)),
                           arg_type(dresult))

@@ -40,6 +40,7 @@ from ..rules import VJP, NoDerivative
 from . import rule_templates
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
+from .gradient_ops import _add_vars  # the same sum; the last sum's attrs and type reused
 from .partial_eval import holds_closures, partial_eval
 from .rule_templates import Template
 from .transpose_keys import template_key
@@ -306,19 +307,6 @@ def _accumulate(tr: _Transposer, adj: Adjoints, args, positions, partials) -> No
         adj.accumulate(arg, atom, tr.wants)
 
 
-def _add_vars(builder: Builder, a: Var, b: Var) -> Var:
-    """``builder.call(ops.add, [a, b])`` for two variables, without its general steps
-    (the same binding: a fresh ``lvN`` of the inferred type; a third of a long linear
-    program's transposed bindings add two cotangents)."""
-    attrs, t = type_call(ops.add, (a.type, b.type), {})
-    var = Var(f"lv{builder.reserve_temps(1)}", t)
-    call = _new_call(Call)  # as Call.with_args makes one: the (memo's) attrs shared
-    call.callee, call.args, call.attrs = ops.add, (a, b), attrs
-    builder.bindings.append(Binding(var, call))
-    return var
-
-
-_new_call = Call.__new__
 
 
 def _run_rule(tr: _Transposer, adj: Adjoints, binding: Binding, msg, positions) -> list:
@@ -536,7 +524,11 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
     trace = Trace(builder=Builder(module, temp_start=len(fn.body.bindings)))
     with trace:  # rules may trace (custom rules): nest under this trace
         tr = _Transposer(module, trace, lin)
-        others = [tr.copy.copy_var(p) for p in fn.params if p not in lin]
+        subst, others = tr.copy.subst, []
+        for p in fn.params:  # Mutator.copy_var, inlined (a residual parameter per few bindings)
+            if p not in lin:
+                subst[p] = copied = typed_var(p.name, p.type)
+                others.append(copied)
         ct = Var("cotangent", fn.ret_type)
         trace.builder.params = others + [ct]
         tr.fixed.update(others + [ct])
