@@ -220,3 +220,20 @@ def test_put_along_axis_refuses_traced_values():
 def test_copy_method_of_traced_values():
     f = lambda x: (x.copy() * 2).sum()  # noqa: E731
     np.testing.assert_allclose(cr.grad(f)(X), 2 * np.ones_like(X))
+
+
+@pytest.mark.parametrize("call, numpy_type", [
+    (lambda: cnp.nanvar(np.ones(3), ddof=1, correction=1), ValueError),
+    (lambda: cnp.var(np.ones(3), ddof=1, correction=1), ValueError),
+    (lambda: cnp.cov(np.ones((2, 2, 2))), ValueError),
+    (lambda: cnp.interp(0.5, np.arange(3.0), np.arange(2.0)), ValueError),
+    (lambda: cnp.polyder(np.ones(3), -1), ValueError),
+    (lambda: cnp.i0(np.ones(2) * 1j), TypeError),
+    (lambda: cnp.choose(np.array([0, 1]), [np.ones(2)], mode="bad"), ValueError),
+    (lambda: cnp.compress(np.array([True, True, True]), np.ones(2)), IndexError),
+    (lambda: cnp.quantile(np.ones(3), 2.0), ValueError),
+])
+def test_bad_arguments_raise_chainrule_errors_of_numpys_kind(call, numpy_type):
+    with pytest.raises(ChainruleError) as info:
+        call()
+    assert isinstance(info.value, numpy_type)  # code catching NumPy's exception still does

@@ -19,7 +19,7 @@ import numpy as _np
 
 from .. import ops as _ops
 from ..emit.methods import array_method
-from ..errors import ArgumentError
+from ..errors import ArgumentError, InvalidValueError
 from ..ir.op import is_dispatched as _is_dispatched
 from ._core import _scan_input, ravel
 from ._linalg import diag, diagonal
@@ -78,11 +78,11 @@ def _cumulative(name, scan, initial):
         x = _as_value(x)
         if axis is None:
             if x.ndim > 1:
-                raise ValueError(f"{name}: axis must be given for an array of more than "
+                raise InvalidValueError(f"{name}: axis must be given for an array of more than "
                                  f"one dimension")
             axis = 0
         if x.ndim == 0:
-            raise ValueError(f"{name}: the input must have at least one dimension")
+            raise InvalidValueError(f"{name}: the input must have at least one dimension")
         x, axis = _scan_input(x, axis, dtype, out, name)
         y = scan(x, axis=axis)
         if include_initial:
@@ -109,7 +109,7 @@ def positive(x):
     """``np.positive``: x itself (a new array for a NumPy input); bool refused as NumPy does."""
     x = _as_value(x)
     if _dtype(x) == _np.bool_:
-        raise TypeError("The numpy boolean positive, the `+` operator, is not supported.")
+        raise ArgumentError("The numpy boolean positive, the `+` operator, is not supported.")
     return x if _is_dispatched(x) else _np.positive(x)
 
 
@@ -172,7 +172,7 @@ def i0(x):
     from ..scipy.special import i0 as special_i0
     x = _as_value(x)
     if _dtype(x).kind == "c":
-        raise TypeError("i0 not supported for complex values")
+        raise ArgumentError("i0 not supported for complex values")
     return special_i0(x)
 
 
@@ -225,7 +225,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     _refuse("nanvar", out=out, where=where, mean=mean)
     if correction is not None:
         if ddof != 0:
-            raise ValueError("ddof and correction can't be provided simultaneously.")
+            raise InvalidValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
     a = _as_value(a)
     if dtype is not None:
@@ -267,10 +267,10 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     """``np.cov`` without weights: rows are variables (columns with rowvar=False)."""
     _refuse("cov", fweights=fweights, aweights=aweights)
     if ddof is not None and ddof != int(ddof):
-        raise ValueError("ddof must be integer")
+        raise InvalidValueError("ddof must be integer")
     m = _as_value(m)
     if m.ndim > 2:
-        raise ValueError("m has more than 2 dimensions")
+        raise InvalidValueError("m has more than 2 dimensions")
     if dtype is None:
         dtype = _np.result_type(_dtype(m), _np.float64)
     x = _ops.astype(m, _np.dtype(dtype))
@@ -282,7 +282,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if y is not None:
         y = _as_value(y)
         if y.ndim > 2:
-            raise ValueError("y has more than 2 dimensions")
+            raise InvalidValueError("y has more than 2 dimensions")
         y = _ops.astype(y, _np.dtype(dtype))
         y = _ops.reshape(y, (1, -1)) if y.ndim < 2 else y
         if not rowvar and y.shape[0] != 1:
@@ -321,12 +321,12 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     _refuse("interp", period=period)
     x, xp, fp = _as_value(x), _as_value(xp), _as_value(fp)
     if xp.ndim != 1 or fp.ndim != 1:
-        raise ValueError("object too deep for desired array" if max(xp.ndim, fp.ndim) > 1
+        raise InvalidValueError("object too deep for desired array" if max(xp.ndim, fp.ndim) > 1
                          else "object of too small depth for desired array")
     if xp.shape[0] != fp.shape[0]:
-        raise ValueError("fp and xp are not of the same length.")
+        raise InvalidValueError("fp and xp are not of the same length.")
     if xp.shape[0] == 0:
-        raise ValueError("array of sample points is empty")
+        raise InvalidValueError("array of sample points is empty")
     if any(_dtype(v).kind == "c" for v in (x, xp, fp)):
         raise ArgumentError("interp: complex values are not supported")
     x, xp, fp = (_ops.astype(v, _np.float64) for v in (x, xp, fp))
@@ -422,7 +422,7 @@ def polyder(p, m=1):
     """``np.polyder``: the m-th derivative's coefficients."""
     m = int(m)
     if m < 0:
-        raise ValueError("Order of derivative must be positive (see polyint)")
+        raise InvalidValueError("Order of derivative must be positive (see polyint)")
     p = _poly(p, "polyder")
     for _ in range(m):
         n = p.shape[0] - 1
@@ -434,13 +434,13 @@ def polyint(p, m=1, k=None):
     """``np.polyint``: the m-th antiderivative, integration constants ``k`` (0)."""
     m = int(m)
     if m < 0:
-        raise ValueError("Order of integral must be positive (see polyder)")
+        raise InvalidValueError("Order of integral must be positive (see polyder)")
     ks = _np.zeros(m) if k is None else k
     ks = _as_value(ks)
     if ks.ndim == 0:
         ks = _ops.broadcast_to(ks, (m,))
     if ks.shape[0] < m:
-        raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
+        raise InvalidValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
     p = _poly(p, "polyint")
     if m == 0:
         return p
@@ -455,7 +455,7 @@ def vander(x, N=None, increasing=False):  # noqa: N803
     """``np.vander``: columns x^(N-1) ... x^0 (reversed with increasing), as products."""
     x = _as_value(x)
     if x.ndim != 1:
-        raise ValueError("x must be a one-dimensional array or sequence.")
+        raise InvalidValueError("x must be a one-dimensional array or sequence.")
     N = x.shape[0] if N is None else int(N)  # noqa: N806
     cols = [_ops.full(tuple(x.shape), 1, _dtype(x))][:N]
     for _ in range(1, N):
@@ -481,7 +481,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
         if extra is not None:
             extra = ravel(_as_value(extra))
             if not _np.can_cast(_dtype(extra), dt, casting="same_kind"):
-                raise TypeError("dtype of `to_begin`/`to_end` must be compatible with "
+                raise ArgumentError("dtype of `to_begin`/`to_end` must be compatible with "
                                 "input `ary` under the `same_kind` rule.")
             extra = _ops.astype(extra, dt)
             parts.insert(0 if at == 0 else len(parts), extra)
@@ -493,7 +493,7 @@ def matvec(x1, x2, /, **kwargs):
     _refuse("matvec", **{k: v for k, v in kwargs.items()})
     x1, x2 = _as_value(x1), _as_value(x2)
     if x1.ndim < 2 or x2.ndim < 1:
-        raise ValueError("matvec: x1 must have at least 2 and x2 at least 1 dimension")
+        raise InvalidValueError("matvec: x1 must have at least 2 and x2 at least 1 dimension")
     out = _ops.matmul(x1, _ops.expand_dims(x2, -1))
     return _ops.getitem(out, (Ellipsis, 0))
 
@@ -503,7 +503,7 @@ def vecmat(x1, x2, /, **kwargs):
     _refuse("vecmat", **{k: v for k, v in kwargs.items()})
     x1, x2 = _as_value(x1), _as_value(x2)
     if x1.ndim < 1 or x2.ndim < 2:
-        raise ValueError("vecmat: x1 must have at least 1 and x2 at least 2 dimensions")
+        raise InvalidValueError("vecmat: x1 must have at least 1 and x2 at least 2 dimensions")
     if _dtype(x1).kind == "c":
         x1 = _ops.conj(x1)
     out = _ops.matmul(_ops.expand_dims(x1, -2), x2)
@@ -514,7 +514,7 @@ def unstack(x, /, *, axis=0):
     """``np.unstack``: the slices along ``axis``, as a tuple."""
     x = _as_value(x)
     if x.ndim == 0:
-        raise ValueError("Input array must be at least 1-d.")
+        raise InvalidValueError("Input array must be at least 1-d.")
     axis = _axes(axis, x.ndim)[0]
     return tuple(_ops.getitem(x, (slice(None),) * axis + (i,)) for i in range(x.shape[axis]))
 
@@ -547,7 +547,7 @@ hamming, hanning, bartlett, blackman, kaiser = (
 def _square_shape(arr, who):
     shape = tuple(_as_value(arr).shape)
     if len(shape) != 2:
-        raise ValueError("input array must be 2-d")
+        raise InvalidValueError("input array must be 2-d")
     return shape
 
 
@@ -567,8 +567,8 @@ def diag_indices_from(arr):
     """``np.diag_indices_from``: from the (static) shape of an array with equal sides."""
     shape = tuple(_as_value(arr).shape)
     if len(shape) < 2:
-        raise ValueError("input array must be at least 2-d")
+        raise InvalidValueError("input array must be at least 2-d")
     if len(set(shape)) != 1:
-        raise ValueError("All dimensions of input must be of equal length")
+        raise InvalidValueError("All dimensions of input must be of equal length")
     return _np.diag_indices(shape[0], len(shape))
 

@@ -15,7 +15,13 @@ from __future__ import annotations
 import numpy as _np
 
 from .. import ops as _ops
-from ..errors import ArgumentError, ConcretizationError, ImmutableValueError
+from ..errors import (
+    ArgumentError,
+    ConcretizationError,
+    ImmutableValueError,
+    InvalidIndexError,
+    InvalidValueError,
+)
 from ..ir.op import is_dispatched as _is_dispatched
 from ._core import ravel
 from ._reductions import _axes
@@ -37,7 +43,7 @@ def resize(a, new_shape):
     shape = (int(new_shape),) if isinstance(new_shape, (int, _np.integer)) else tuple(
         int(n) for n in new_shape)
     if any(n < 0 for n in shape):
-        raise ValueError("all elements of `new_shape` must be non-negative")
+        raise InvalidValueError("all elements of `new_shape` must be non-negative")
     size = int(_np.prod(shape, dtype=_np.int64))
     n = int(_np.prod(tuple(a.shape), dtype=_np.int64))
     if n == 0 or size == 0:
@@ -59,13 +65,13 @@ def compress(condition, a, axis=None, out=None):
         return _np.compress(condition, a, axis=axis)
     cond = _np.asarray(condition)
     if cond.ndim != 1:
-        raise ValueError("condition must be a 1-d array")
+        raise InvalidValueError("condition must be a 1-d array")
     if axis is None:
         a, axis = ravel(a), 0
     axis = _axes(axis, a.ndim)[0]
     picked = _np.flatnonzero(cond)
     if picked.size and picked[-1] >= a.shape[axis]:
-        raise IndexError(f"index {picked[-1]} is out of bounds for axis {axis} with size "
+        raise InvalidIndexError(f"index {picked[-1]} is out of bounds for axis {axis} with size "
                          f"{a.shape[axis]}")
     return take(a, picked, axis=axis)
 
@@ -121,16 +127,17 @@ def choose(a, choices, out=None, mode="raise"):
     if out is not None:
         raise ArgumentError("choose: out= is not supported (chainrule values are immutable)")
     if mode not in ("raise", "wrap", "clip"):
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+        raise InvalidValueError(f"choose: clipmode must be one of 'clip', 'raise', or 'wrap' "
+                                f"(got {mode!r})")
     values = [_as_value(c) for c in choices]
     index = _as_value(_concrete(a))
     if not (_is_dispatched(index) or any(_is_dispatched(v) for v in values)):
         return _np.choose(index, values, mode=mode)
     if _dtype(index).kind not in "biu":
-        raise TypeError("choose: the index array must hold integers")
+        raise ArgumentError("choose: the index array must hold integers")
     n = len(values)
     if n == 0:
-        raise ValueError("0-length sequence.")
+        raise InvalidValueError("0-length sequence.")
     if _is_dispatched(index):
         if mode == "raise":
             raise ArgumentError("choose: a traced index array needs mode='wrap' or 'clip' "
@@ -138,7 +145,7 @@ def choose(a, choices, out=None, mode="raise"):
     else:
         index = _np.asarray(index, _np.int64)
         if mode == "raise" and index.size and (index.min() < 0 or index.max() >= n):
-            raise ValueError("invalid entry in choice array")
+            raise InvalidValueError("invalid entry in choice array")
     if mode == "wrap":
         index = _ops.remainder(index, n)
     elif mode == "clip":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as _np
 
 from .. import ops as _ops
-from ..errors import ArgumentError
+from ..errors import ArgumentError, InvalidValueError
 from ..ir.op import is_dispatched as _is_dispatched
 from ..ops.reduction import all as _all_op
 from ..ops.reduction import any as _any_op
@@ -77,7 +77,7 @@ def _scalar_q(q, who: str, scale: float) -> float:
         raise ArgumentError(f"{who}: only a concrete scalar q is supported")
     q = float(q)
     if not 0 <= q <= scale:
-        raise ValueError(f"{'Percentiles' if scale == 100 else 'Quantiles'} must be in the "
+        raise InvalidValueError(f"{'Percentiles' if scale == 100 else 'Quantiles'} must be in the "
                          f"range [0, {scale:g}]")
     return q / scale
 
@@ -145,15 +145,15 @@ def array_equiv(a1, a2):
 
 def _depth(x, where: str) -> int:
     if isinstance(x, tuple):
-        raise TypeError(f"{where} is a tuple. Only lists can be used to arrange blocks, and "
+        raise ArgumentError(f"{where} is a tuple. Only lists can be used to arrange blocks, and "
                         f"np.block does not allow implicit conversion from tuple to ndarray.")
     if not isinstance(x, list):
         return 0
     if not x:
-        raise ValueError(f"{where} cannot be empty. Lists cannot contain empty lists.")
+        raise InvalidValueError(f"{where} cannot be empty. Lists cannot contain empty lists.")
     depths = {_depth(e, f"{where}[{i}]") for i, e in enumerate(x)}
     if len(depths) != 1:
-        raise ValueError(f"List depths are mismatched at {where}.")
+        raise InvalidValueError(f"List depths are mismatched at {where}.")
     return 1 + depths.pop()
 
 

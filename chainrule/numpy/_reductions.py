@@ -30,7 +30,7 @@ import numpy as _np
 
 from .. import ops as _ops
 from ..emit.methods import array_method
-from ..errors import ChainruleError
+from ..errors import ArgumentError, ChainruleError, InvalidIndexError, InvalidValueError
 from ..ir.op import is_dispatched as _is_dispatched
 from ..ops.reduction import all as _all
 from ..ops.reduction import correlate_valid as _correlate_valid
@@ -66,12 +66,12 @@ def _axes(axis, ndim: int) -> tuple:
     out = []
     for a in axis if isinstance(axis, (tuple, list)) else (axis,):
         if isinstance(a, bool) or not isinstance(a, (int, _np.integer)):
-            raise TypeError(f"axis must be an int, a tuple of ints or None, got {axis!r}")
+            raise ArgumentError(f"axis must be an int, a tuple of ints or None, got {axis!r}")
         if not -ndim <= a < ndim:
             raise _np.exceptions.AxisError(a, ndim)
         out.append(int(a) % ndim)
     if len(set(out)) != len(out):
-        raise ValueError(f"repeated axis in {axis!r}")
+        raise InvalidValueError(f"repeated axis in {axis!r}")
     return tuple(sorted(out))
 
 
@@ -121,7 +121,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         raise ChainruleError("var: where= is not supported")
     if correction is not None:
         if ddof != 0:
-            raise ValueError("ddof and correction can't be provided simultaneously.")
+            raise InvalidValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
     a = _asarray(a)
     if dtype is not None:
@@ -151,7 +151,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 def _no_out(out, who):
     if out is not None:
-        raise TypeError(f"{who}: out= is not supported (chainrule values are immutable)")
+        raise ArgumentError(f"{who}: out= is not supported (chainrule values are immutable)")
 
 
 # -- boolean and counting reductions -----------------------------------------------------------
@@ -264,10 +264,10 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         w = _asarray(weights)
         if tuple(w.shape) != tuple(a.shape):
             if axis is None:
-                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+                raise ArgumentError("Axis must be specified when shapes of a and weights differ.")
             want = tuple(a.shape[i] for i in _axes(axis, a.ndim))
             if tuple(w.shape) != want:
-                raise ValueError("Shape of weights must be consistent with shape of a along "
+                raise InvalidValueError("Shape of weights must be consistent with shape of a along "
                                  "specified axis.")
             w = _ops.reshape(w, tuple(a.shape[i] if i in axes else 1 for i in range(a.ndim)))
         dtype = _np.result_type(_dtype(a), _dtype(w), *([] if _is_float(a) else ["f8"]))
@@ -294,10 +294,10 @@ def diff(a, n=1, axis=-1, prepend=_NOVALUE, append=_NOVALUE):
     if n == 0:
         return a
     if n < 0:
-        raise ValueError(f"order must be non-negative but got {n!r}")
+        raise InvalidValueError(f"order must be non-negative but got {n!r}")
     a = _asarray(a)
     if a.ndim == 0:
-        raise ValueError("diff requires input that is at least one dimensional")
+        raise InvalidValueError("diff requires input that is at least one dimensional")
     axis = _axes(axis, a.ndim)[0]
     parts = []
     for extra in (prepend, a, append):
@@ -341,9 +341,9 @@ def gradient(f, *varargs, axis=None, edge_order=1):
                 dx.append(d)
                 continue
             if d.ndim != 1:
-                raise ValueError("distances must be either scalars or 1d")
+                raise InvalidValueError("distances must be either scalars or 1d")
             if d.shape[0] != f.shape[axes[i]]:
-                raise ValueError("when 1d, distances must match the length of the "
+                raise InvalidValueError("when 1d, distances must match the length of the "
                                  "corresponding dimension")
             if not _is_float(d):
                 d = _ops.astype(d, _np.float64)
@@ -352,9 +352,9 @@ def gradient(f, *varargs, axis=None, edge_order=1):
                 step = step[0]  # uniform coordinates: a scalar spacing, as NumPy
             dx.append(step)
     else:
-        raise TypeError("invalid number of arguments")
+        raise ArgumentError("invalid number of arguments")
     if edge_order > 2:
-        raise ValueError("'edge_order' greater than 2 not supported")
+        raise InvalidValueError("'edge_order' greater than 2 not supported")
     if not _is_float(f):
         f = _ops.astype(f, _np.float64)
     out = tuple(_gradient_axis(f, ax, h, edge_order) for ax, h in zip(axes, dx))
@@ -364,7 +364,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
 def _gradient_axis(f, axis, h, edge_order):
     n = f.shape[axis]
     if n < edge_order + 1:
-        raise ValueError("Shape of array too small to calculate a numerical gradient, "
+        raise InvalidValueError("Shape of array too small to calculate a numerical gradient, "
                          "at least (edge_order + 1) elements are required.")
 
     def at(lo, hi=_NOVALUE):
@@ -440,7 +440,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     q = q if _is_dispatched(q) or type(q) in (int, float) else _np.asarray(q)
     if not _is_dispatched(q) and not (_np.all(0 <= _np.asarray(q))
                                       and _np.all(_np.asarray(q) <= 1)):
-        raise ValueError("Quantiles must be in the range [0, 1]")
+        raise InvalidValueError("Quantiles must be in the range [0, 1]")
     return _quantile(a, q, axis, keepdims)
 
 
@@ -450,7 +450,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     q = q if _is_dispatched(q) or type(q) in (int, float) else _np.asarray(q)
     if not _is_dispatched(q) and not (_np.all(0 <= _np.asarray(q))
                                       and _np.all(_np.asarray(q) <= 100)):
-        raise ValueError("Percentiles must be in the range [0, 100]")
+        raise InvalidValueError("Percentiles must be in the range [0, 100]")
     return quantile(a, _ops.divide(q, 100) if _is_dispatched(q) else _np.true_divide(q, 100),
                     axis, out, overwrite_input, method, keepdims, weights=weights)
 
@@ -459,7 +459,7 @@ def _quantile(a, q, axis, keepdims):
     y, kd_shape = _to_last(a, axis)
     n = y.shape[-1]
     if n == 0:
-        raise IndexError("quantile of an empty slice: index -1 is out of bounds")
+        raise InvalidIndexError("quantile of an empty slice: index -1 is out of bounds")
     float_type = _dtype(y) if _is_float(y) else _np.dtype(_np.float64)
     out_type = _np.result_type(float_type, q if type(q) in (int, float) else _dtype(q))
     q_nd = _np.ndim(q)
@@ -499,19 +499,19 @@ def correlate_nd(in1, in2, mode: str, convolve: bool, same=None):
     O(out.size * in2.size) multiply-adds, and as much again for each derivative."""
     in1, in2 = _asarray(in1), _asarray(in2)
     if in1.ndim != in2.ndim:
-        raise ValueError("in1 and in2 should have the same dimensionality")
+        raise InvalidValueError("in1 and in2 should have the same dimensionality")
     if mode not in ("full", "same", "valid"):
-        raise ValueError("Acceptable mode flags are 'valid', 'same', or 'full'.")
+        raise InvalidValueError("Acceptable mode flags are 'valid', 'same', or 'full'.")
     if in1.ndim == 0:
         return _ops.multiply(in1, in2)
     if in2.size == 0 or in1.size == 0 and mode != "same":
-        raise ValueError("in1 and in2 must not be empty")
+        raise InvalidValueError("in1 and in2 must not be empty")
     if in1.size == 0:  # 'same': in1's (empty) shape, as scipy
         return _np.zeros(in1.shape, _np.result_type(in1.dtype, in2.dtype))
     s1, s2 = tuple(in1.shape), tuple(in2.shape)
     if mode == "valid" and not (builtins.all(a >= b for a, b in zip(s1, s2))
                                 or builtins.all(b >= a for a, b in zip(s1, s2))):
-        raise ValueError("For 'valid' mode, one must be at least as large as the other in "
+        raise InvalidValueError("For 'valid' mode, one must be at least as large as the other in "
                          "every dimension")
     lo, hi = [], []
     for i, (n, m) in enumerate(zip(s1, s2)):
@@ -535,11 +535,11 @@ def _check_1d(a, v):
     if v.ndim == 0:
         v = _ops.reshape(v, (1,))
     if a.ndim != 1 or v.ndim != 1:
-        raise ValueError("object too deep for desired array")
+        raise InvalidValueError("object too deep for desired array")
     if a.shape[0] == 0:
-        raise ValueError("a cannot be empty")
+        raise InvalidValueError("a cannot be empty")
     if v.shape[0] == 0:
-        raise ValueError("v cannot be empty")
+        raise InvalidValueError("v cannot be empty")
     return a, v
 
 
