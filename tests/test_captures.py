@@ -317,37 +317,34 @@ def test_defaults_and_slots_are_put_back_as_they_were():
     assert f(x) == 3.0 * (0 - 1 + 2) and f(x, mask) == f(x)
 
 
-class _PrivateSlot:
-    __slots__ = ("__w",)  # stored as _PrivateSlot__w (name mangling)
+def _private_model(slotted: bool) -> type:
+    """A model holding ``self.__w``: in a slot (``__slots__``) or in its ``__dict__``; both
+    store it under the mangled name ``_Private__w``."""
 
-    def __init__(self, w):
-        self.__w = w
+    class _Private:
+        if slotted:
+            __slots__ = ("__w",)
 
-    def loss(self, x):
-        return cnp.sum(cnp.tanh(x * self.__w))
+        def __init__(self, w):
+            self.__w = w
 
-    def set(self, w):
-        self.__w = w
+        def loss(self, x):
+            return cnp.sum(cnp.tanh(x * self.__w))
 
+        def set(self, w):
+            self.__w = w
 
-class _PrivateDict:
-    def __init__(self, w):
-        self.__w = w
-
-    def loss(self, x):
-        return cnp.sum(cnp.tanh(x * self.__w))
-
-    def set(self, w):
-        self.__w = w
+    return _Private
 
 
-@pytest.mark.parametrize("cls", [_PrivateSlot, _PrivateDict])
+@pytest.mark.parametrize("slotted", [True, False])
 @pytest.mark.parametrize("transform", ["grad", "jit", "hvp"])
-def test_private_attributes_are_followed(cls, transform):
+def test_private_attributes_are_followed(slotted, transform):
     """A private ``self.__w`` (a slot or an entry of ``__dict__``, both stored under the
     mangled name) is read at every call, like a public attribute."""
     x, v = np.linspace(-1, 1, 3), np.array([1.0, -2.0, 0.5])
-    model = cls(np.full(3, 0.5))
+    model = _private_model(slotted)(np.full(3, 0.5))
+    assert hasattr(model, "__dict__") is not slotted
     fn = {"grad": lambda: cr.grad(model.loss), "jit": lambda: cr.jit(model.loss),
           "hvp": lambda: (lambda x: cr.hvp(model.loss, (x,), (v,)))}[transform]()
     w = np.full(3, 0.5)

@@ -23,7 +23,7 @@ from ..errors import ArgumentError, InvalidValueError
 from ..ir.op import is_dispatched as _is_dispatched
 from ._core import _scan_input, ravel
 from ._linalg import diag, diagonal
-from ._reductions import _axes, convolve, diff
+from ._reductions import _axes, _ddof, convolve, diff
 from ._shapes import _as_value, concatenate, stack
 from ._sorting import searchsorted, take
 
@@ -223,10 +223,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     """``np.nanvar``: the variance of the non-NaN elements, divided by max(n - ddof, 0)
     (NaN where that is 0, as NumPy gives with a warning)."""
     _refuse("nanvar", out=out, where=where, mean=mean)
-    if correction is not None:
-        if ddof != 0:
-            raise InvalidValueError("ddof and correction can't be provided simultaneously.")
-        ddof = correction
+    ddof = _ddof(ddof, correction)
     a = _as_value(a)
     if dtype is not None:
         a = _ops.astype(a, _np.dtype(dtype))

@@ -112,6 +112,15 @@ def _nan_check(res, has_nan):
     return _ops.where(has_nan, _np.nan, res)
 
 
+def _ddof(ddof, correction):
+    """The divisor's offset of ``var``/``std`` given NumPy's two spellings of it."""
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise InvalidValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
 # -- var / std -----------------------------------------------------------------------------
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
@@ -119,10 +128,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     _no_out(out, "var")
     if where is not None:
         raise ChainruleError("var: where= is not supported")
-    if correction is not None:
-        if ddof != 0:
-            raise InvalidValueError("ddof and correction can't be provided simultaneously.")
-        ddof = correction
+    ddof = _ddof(ddof, correction)
     a = _asarray(a)
     if dtype is not None:
         a = _ops.astype(a, dtype)

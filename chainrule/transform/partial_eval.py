@@ -54,26 +54,7 @@ def may_inline(module: Module) -> bool:
     """Whether ``inline`` can change ``module``: a function calls a module function or
     defines a closure (anywhere inside). When not, ``inline`` returns every function as
     the same object, and a pass may skip it (one scan instead of its three)."""
-    return any(_calls_or_defines_closure(fn) for fn in module.functions.values())
-
-
-def _calls_or_defines_closure(fn: Function) -> bool:
-    """Whether ``fn`` defines a closure or calls anything but an op (anywhere inside);
-    the test written inline, no call per binding: optimize asks it of every program."""
-    stack = [fn.body]
-    while stack:
-        block = stack.pop()
-        for b in block.bindings:
-            v = b.value
-            t = type(v)
-            if t is Call:
-                if type(v.callee) is not Op:
-                    return True
-                continue
-            if t is Function:
-                return True
-            stack.extend(nested_blocks(v))
-    return False
+    return any(closure_facts(fn)[0] for fn in module.functions.values())
 
 
 def closure_facts(fn: Function) -> tuple[bool, bool]:
