@@ -21,17 +21,14 @@ from ..ir.nodes import (
     Module,
     Tuple,
     Var,
-    _new_node,
-    _var_name,
-    _var_type,
-    typed_var,
 )
 from ..ir.op import Op
-from ..ir.types import TensorType, TupleType
+from ..ir.types import TensorType
 from ..ir.visitor import Mutator, substitute_vars, vars_used
 from .base import OptionsPass, register_pass
 from .inline import inline
 from .jvp import jvp_with_loop_splits
+from .linearize_split import NotStraight, Split, linearize_straight, residual_param, substituted
 from .partial_eval import closure_facts, holds_closures, partial_eval
 from .unzip import Unzip, refuse_calls
 
@@ -53,6 +50,10 @@ def linearize(module: Module, func: str = "main", wrt=None) -> Module:
         # definition is known, as Relay does, so the unzipped program is first-order
         module = partial_eval(module)
     base = module[func]
+    if not holds:
+        unzipped = linearize_straight(module, func, wrt)
+        if unzipped is not None:  # the common case: op calls only, sorted as they are made
+            return _with(module, func, *unzipped)
     jm, loop_splits = jvp_with_loop_splits(module, func, wrt)
     jf = jm[f"{func}_jvp"]
     n = len(base.params)
@@ -79,7 +80,7 @@ def linearize(module: Module, func: str = "main", wrt=None) -> Module:
         candidates.difference_update(b.var for b in moved)
         needed = _residuals(tangent, dresult, candidates)
         prim, tang = _copied(jm, jf, n, primal, moved + tangent, needed,
-                             [_residual_param(v) for v in needed])
+                             [residual_param(v) for v in needed])
     return _with(module, func, prim, tang)
 
 
@@ -93,114 +94,16 @@ def _with(module: Module, func: str, prim: Function, tang: Function) -> Module:
 
 def _straight_line(jf: Function, n: int) -> tuple[Function, Function] | None:
     """What ``Unzip.block`` then ``_shared`` make of a jvp function whose bindings are
-    all calls of ops on variables and constants (most programs), in one walk instead of
-    two: each binding is primal or tangent as it is met (a tangent reads a tangent), and
-    a tangent binding's reads of primal values are substituted at once (a residual's
-    first read makes its parameter, an argument-free binding is recomputed on the
-    tangent side under a new variable, as ``_shared`` does). None when a binding is
-    anything else (a branch, a loop, a tuple operand, a call of a function): the
-    general path then unzips from the start."""
-    tangent_vars = set(jf.params[n:])
-    primal: list = []
-    moved: list = []  # the tangent side's copies of the argument-free bindings
-    tangent: list = []
-    needed: list = []  # the residuals, in first-read order
-    sub: dict = {}  # a residual or argument-free primal value -> the tangent side's
-    add_primal, add_tangent, is_tangent = primal.append, tangent.append, tangent_vars.add
-    get = sub.get
-
-    def residual(a: Var) -> Var:  # a residual's first read: its parameter
-        name = a.name  # (_residual_param, inlined)
-        r = _new_node(Var)
-        _var_name(r, name if name.endswith("_res") else f"{name}_res")
-        _var_type(r, a.type)
-        needed.append(a)
-        sub[a] = r
-        return r
-
-    for b in jf.body.bindings:
-        value = b.value
-        if type(value) is not Call or type(value.callee) is not Op:
-            return None
-        args = value.args
-        n_args = len(args)
-        if n_args == 1:  # an operand that is a tangent makes a tangent to keep as it is
-            x = args[0]
-            tx = type(x)
-            if tx is Var and x in tangent_vars:
-                is_tangent(b.var)
-                add_tangent(b)
-                continue
-            if tx is Tuple:
-                return None
-            add_primal(b)  # a primal binding (with an operand: not argument-free)
-            continue
-        if n_args == 2:  # most calls: sorted and substituted without a loop
-            x, y = args
-            tx, ty = type(x), type(y)
-            if tx is Tuple or ty is Tuple:
-                return None
-            x_tan = tx is Var and x in tangent_vars
-            if not x_tan and not (ty is Var and y in tangent_vars):
-                add_primal(b)  # a primal binding (with operands: not argument-free)
-                continue
-            is_tangent(b.var)
-            if not x_tan and tx is Var:
-                x = get(x) or residual(x)
-            elif x_tan and ty is Var and y not in tangent_vars:
-                y = get(y) or residual(y)
-            else:  # a constant and a tangent, or two tangents: nothing to substitute
-                add_tangent(b)
-                continue
-            copied = _new_node(Call)  # as Call.with_args makes one: the attrs shared
-            copied.callee, copied.args, copied.attrs = value.callee, (x, y), value.attrs
-            add_tangent(Binding(b.var, copied))
-            continue
-        for a in args:
-            if type(a) is Var:
-                if a in tangent_vars:
-                    break
-            elif type(a) is Tuple:
-                return None
-        else:  # a primal binding
-            add_primal(b)
-            if not args and isinstance(b.var.type, TensorType):
-                var = Var(b.var.name, b.var.type)
-                sub[b.var] = var
-                moved.append(Binding(var, value))
-            continue
-        is_tangent(b.var)
-        new_args = None  # the substituted operands, once one is substituted
-        for k, a in enumerate(args):
-            t = type(a)
-            if t is Var:
-                r = get(a)
-                if r is None:
-                    if a in tangent_vars:
-                        continue
-                    r = residual(a)
-                if new_args is None:
-                    new_args = list(args)
-                new_args[k] = r
-            elif t is Tuple:
-                return None
-        if new_args is not None:
-            copied = _new_node(Call)  # as Call.with_args makes one: the attrs shared
-            copied.callee, copied.args, copied.attrs = value.callee, tuple(new_args), value.attrs
-            b = Binding(b.var, copied)
-        add_tangent(b)
-    result, dresult = jf.body.result.fields
-    for v in vars_used(Tuple([dresult])):
-        if v not in sub and v not in tangent_vars:
-            needed.append(v)
-            sub[v] = _residual_param(v)
-    out = Tuple([result, Tuple(list(needed))])
-    # arg_type(out), without its call per residual
-    out_type = TupleType([arg_type(result), TupleType([v.type for v in needed])])
-    prim = Function(jf.params[:n], Block(primal, out), out_type)
-    return prim, Function([sub[v] for v in needed] + list(jf.params[n:]),
-                          Block(moved + tangent, _substituted(dresult, sub)),
-                          arg_type(dresult))
+    all calls of ops on variables and constants, in one walk instead of two
+    (``linearize_split.Split``); None when a binding is anything else (a branch, a
+    loop, a tuple operand, a call of a function): the general path then unzips."""
+    split = Split(jf.params[n:])
+    primal = list(jf.body.bindings)
+    try:
+        split.classify(primal)
+    except NotStraight:
+        return None
+    return split.functions(list(jf.params), n, primal, *jf.body.result.fields)
 
 
 def _shareable(uz: Unzip, jf: Function, base: Function) -> bool:
@@ -233,19 +136,6 @@ def _copied(jm: Module, jf: Function, n: int, primal: list, tangent: list, neede
     t.builder.params = res_params + tan_params
     t.emit_bindings(tangent)
     return prim, t.builder.finish_function(t.atom(dresult))
-
-
-def _substituted(atom, sub: dict):
-    """``atom`` (a variable, constant or tuple of them) with variables replaced
-    through ``sub``."""
-    if type(atom) is Tuple:
-        return Tuple([_substituted(f, sub) for f in atom.fields])
-    return sub.get(atom, atom) if type(atom) is Var else atom
-
-
-def _residual_param(v: Var) -> Var:
-    """The tangent function's parameter for the residual ``v``."""
-    return typed_var(v.name if v.name.endswith("_res") else f"{v.name}_res", v.type)
 
 
 def _residuals(tangent: list, dresult, candidates: set) -> list:
@@ -296,7 +186,7 @@ def _shared(jf: Function, n: int, primal: list, moved: list, tangent: list,
 
     def residual(v: Var) -> None:  # the first read of a residual
         needed.append(v)
-        sub[v] = _residual_param(v)
+        sub[v] = residual_param(v)
 
     general = False  # a binding this walk does not rebuild: substitute_vars does
     for b in tangent:
@@ -335,7 +225,7 @@ def _shared(jf: Function, n: int, primal: list, moved: list, tangent: list,
                         arg_type(dresult))
         return prim, substitute_vars(tang, sub)
     return prim, Function([sub[v] for v in needed] + list(jf.params[n:]),
-                          Block(bindings, _substituted(dresult, sub)), arg_type(dresult))
+                          Block(bindings, substituted(dresult, sub)), arg_type(dresult))
 
 
 class Linearize(OptionsPass):

@@ -109,7 +109,7 @@ class Template:
     templates of long programs are compiled."""
 
     __slots__ = ("steps", "outs", "advance", "consts", "shape", "holds", "replay", "last_out",
-                 "walk", "hits")
+                 "walk", "hits", "compiler")
 
     def __init__(self, steps, outs, advance, consts, n_inputs, holds):
         self.steps = steps
@@ -125,6 +125,8 @@ class Template:
         self.replay = self._walk
         self.walk = None  # the steps and outs with numbered slots (made when first walked)
         self.hits = 0
+        # ``compiler(template, inputs) -> replay`` of the pass run (None: ``_compiled``)
+        self.compiler = None
 
     def same(self, other: Template) -> bool:
         return (self.shape == other.shape and len(self.consts) == len(other.consts)
@@ -140,7 +142,8 @@ class Template:
     def _walk(self, inputs, builder, last=None) -> tuple:
         self.hits += 1
         if self.hits >= COMPILE_AFTER:
-            self.replay = self._compiled()
+            self.replay = (self._compiled() if self.compiler is None
+                           else self.compiler(self, inputs))
         if self.walk is None:
             self.walk = ([(op, [self._number(r) for r in refs], attrs, t, offset)
                           for op, refs, attrs, t, offset in self.steps],
@@ -204,6 +207,9 @@ class RuleTemplates:
         self.record_after = record_after  # expansions of a key run before one is recorded
         self.entries: dict = {}
         self.rule_ok: dict = {}  # op -> whether its rule may be templated
+        # how this run's templates are compiled (None: ``Template._compiled``; a pass
+        # sorting what it emits, as linearize does, compiles its own replays)
+        self.compiler = None
 
     def cacheable_rule(self, op) -> bool:
         """Whether ``op``'s rule is a built-in rule of a registered op (and no custom
@@ -246,8 +252,11 @@ class RuleTemplates:
             entries[key] = _UNCACHEABLE
         elif type(entry) is int:
             entries[key] = _Pending(template)
+        elif entry.template.same(template):
+            template.compiler = self.compiler
+            entries[key] = template
         else:
-            entries[key] = template if entry.template.same(template) else _UNCACHEABLE
+            entries[key] = _UNCACHEABLE
         return outs
 
 
