@@ -12,6 +12,7 @@ from .. import ops
 from ..emit.trace import REBOUND, Traced
 from ..errors import GradientError, NoRuleError
 from ..ir.nodes import Binding, Call, Constant, Tuple, Var, _new_node, _var_name, _var_type
+from ..ir.op import attrs_key
 from ..ir.types import TensorType, TupleType
 from ..rules import JVP, NoDerivative
 from .adjoint import Adjoints
@@ -24,6 +25,69 @@ if TYPE_CHECKING:
 def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     """A call of an op copied, then its tangent from its operands' (the rule's
     expansion, or its template replayed: rule_templates.py)."""
+    call = binding.value
+    olds = call.args
+    if len(olds) == 2:
+        x, y = olds
+        if type(x) is Var and type(y) is Var:
+            return _binary_forward(sweep, binding, call, x, y)
+    return _general_forward(sweep, binding)
+
+
+def _binary_forward(sweep: _ForwardSweep, binding: Binding, call: Call, x: Var, y: Var):
+    """``_general_forward`` of a call of two variables (most bindings), with its copy,
+    its tangents, its template key (``_key``) and its replay spelled out."""
+    subst = sweep.copy.subst
+    a, b = subst.get(x, x), subst.get(y, y)
+    var = binding.var
+    if type(a) is not Var or type(b) is not Var or a.type is not x.type or b.type is not y.type:
+        return _general_forward(sweep, binding)  # (a constant operand may be read by value)
+    op = call.callee
+    builder = sweep.b
+    new = _new_node(Var)
+    _var_name(new, var.name or builder.fresh_name())
+    _var_type(new, var.type)
+    copied = _new_node(Call)  # as Call.with_args makes one: the attrs shared
+    copied.callee, copied.args, copied.attrs = op, (a, b), call.attrs
+    builder._frames[-1].append(Binding(new, copied))
+    subst[var] = new
+    if not op.differentiable:
+        return
+    tangents = sweep.tangents
+    s, t = tangents.get(x), tangents.get(y)
+    if s is None:
+        if t is None:
+            return
+        nonzero = (t,)
+    else:
+        nonzero = (s,) if t is None else (s, t)
+    templates = sweep.ctx.templates
+    if templates is None or REBOUND:
+        return _tangent_of(sweep, binding, new, (a, b), [s, t], nonzero, None)
+    ok = templates.rule_ok.get(op)  # RuleTemplates.cacheable_rule, inlined
+    if ok is None:
+        ok = templates.cacheable_rule(op)
+    attrs = call.attrs
+    ak = attrs_key(attrs) if attrs else ()  # attributes_key, inlined
+    if not ok or ak is None or (s is not None and type(s) is not Var) or (
+            t is not None and type(t) is not Var):
+        return _tangent_of(sweep, binding, new, (a, b), [s, t], nonzero, None)
+    key = (op, ak, id(var.type), id(a.type), id(b.type),  # _key's, for two variables
+           None if s is None else id(s.type), None if t is None else id(t.type),
+           alias_pattern((new, a, b, *nonzero))
+           if a is b or a is s or a is t or b is s or b is t or s is t else None)
+    template = templates.entries.get(key)
+    if (type(template) is Template and template.last_out == 0
+            and type(var.type) is TensorType):
+        # RuleTemplates.expand's common case, inlined; the tangent is the last binding:
+        # made as set_tangent would rename it
+        tangents[var] = template.replay((new, a, b, *nonzero), builder, f"{new.name}_dot")[0]
+        return
+    return _tangent_of(sweep, binding, new, (a, b), [s, t], nonzero, key)
+
+
+def _general_forward(sweep: _ForwardSweep, binding: Binding) -> None:
+    """``_op_forward`` of any call of an op."""
     call = binding.value
     op = call.callee
     copy = sweep.copy
@@ -86,7 +150,18 @@ def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
                     sweep.tangents[var] = template.replay(
                         (new, *args, *nonzero), builder, f"{new.name}_dot")[0]
                     return
+    _tangent_of(sweep, binding, new, args, tangents, nonzero, key)
+
+
+def _tangent_of(sweep: _ForwardSweep, binding: Binding, new: Var, args, tangents, nonzero,
+                key) -> None:
+    """The tangent of ``new`` (the copy of ``binding``) when no template of ``key`` is
+    replayed as the last binding: the template replayed otherwise, the expansion
+    recorded or the rule run (``key`` None: no template)."""
+    builder = sweep.b
     start = len(builder._frames[-1])
+    templates = sweep.ctx.templates
+    template = None if key is None else templates.entries.get(key)
     if key is None:
         total = _tangent(sweep, binding, new, tangents)
     elif type(template) is Template:  # RuleTemplates.expand's common case, inlined
@@ -94,7 +169,7 @@ def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     else:
         total = templates.expand(key, (new, *args, *nonzero), sweep.trace, _tangent_one,
                                  sweep, binding, new, tangents)[0]
-    sweep.set_tangent(var, total, new, start)
+    sweep.set_tangent(binding.var, total, new, start)
 
 
 def _key(op, attrs, new, args, tangents, nonzero) -> tuple | None:

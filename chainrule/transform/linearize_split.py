@@ -41,6 +41,7 @@ from ..ir.visitor import vars_used
 from .jvp import _Context, _float_positions, _ForwardSweep
 from .jvp_closures import STACK_FORWARD
 from .jvp_ops import _op_forward
+from .rule_templates import step_globals, step_lines
 
 
 class NotStraight(Exception):  # noqa: N818 - a signal to take the general path, not an error
@@ -55,7 +56,8 @@ def residual_param(v: Var) -> Var:
 class Split:
     """The primal/tangent sorting of one straight-line jvp function's bindings."""
 
-    __slots__ = ("tangent_vars", "moved", "tangent", "needed", "sub", "clean")
+    __slots__ = ("tangent_vars", "moved", "tangent", "needed", "sub", "clean",
+                 "primal_messages")
 
     def __init__(self, tangent_params):
         self.tangent_vars = set(tangent_params)
@@ -64,6 +66,9 @@ class Split:
         self.needed: list = []  # the residuals, in first-read order
         self.sub: dict = {}  # a residual or moved primal value -> the tangent side's
         self.clean = 0  # the sweep's frame is sorted up to here (see ``compile_replay``)
+        # tangents (of a binding) that are primal bindings: a rule's tangent reading no
+        # tangent (rare; the sweep records them, ``compile_replay`` reads them)
+        self.primal_messages: set = set()
 
     def residual(self, a: Var) -> Var:
         """A residual's first read: its parameter (``residual_param``, inlined)."""
@@ -184,29 +189,37 @@ class Split:
         passed as globals, never from program text (as ``Template._compiled``)."""
         plain = template._compiled()
         steps, outs = template.steps, template.outs
-        tangent_vars = self.tangent_vars
-        if any(not refs for _, refs, _, _, _ in steps):
-            return plain  # an argument-free step is moved: classify does it
+        tangent_vars, primal_messages = self.tangent_vars, self.primal_messages
+        if any(not refs for _, refs, _, _, _ in steps) or any(
+                x in primal_messages for x in inputs):
+            return plain  # an argument-free step is moved, ...: classify does it
+        # the inputs are the copy of the result and of the operands (primal bindings and
+        # parameters, never tangents), then tangents: those that are tangent bindings
         tangent_slots = {("in", i) for i, x in enumerate(inputs) if x in tangent_vars}
         names = {"in": "i", "const": "k", "step": "s"}
 
         def slot(ref):
             return "None" if ref is None else f"{names[ref[0]]}{ref[1]}"
 
-        env = {"Var": Var, "Call": Call, "Binding": Binding, "new_call": Call.__new__,
-               "plain": plain, "split": self, "get": self.sub.get,
-               "residual": self.residual, "temit": self.tangent.append,
-               "is_tangent": tangent_vars.add,
-               "tangent_vars": tangent_vars}
+        last_step = ("step", len(steps) - 1)
+        sides = set(tangent_slots)
+        for j, (_, refs, _, _, _) in enumerate(steps):
+            if any(r in sides for r in refs):
+                sides.add(("step", j))
+        if outs != (last_step,) or last_step not in sides:
+            return plain  # a tangent reading no tangent: recorded by the sweep
+        env = step_globals()
+        env.update({"plain": plain, "split": self, "get": self.sub.get, "sub": self.sub,
+                    "needed": self.needed.append, "residual": self.residual,
+                    "temit": self.tangent.append, "is_tangent": tangent_vars.add,
+                    "primal_messages": primal_messages})
         env.update((f"k{i}", c) for i, c in enumerate(template.consts))
-        # the steps' sides hold for a hit whose inputs are tangent or primal as these are:
-        # any other (a rule's tangent that reads no tangent is a primal binding) is
-        # emitted as it is and left to ``classify``
-        guard = " or ".join(f"i{i} {'not in' if ('in', i) in tangent_slots else 'in'} "
-                            "tangent_vars" for i in range(len(inputs)))
+        # the steps' sides hold for a hit whose tangents are tangent bindings: any other
+        # is emitted as it is and left to ``classify``
+        guard = " or ".join(f"{slot(r)} in primal_messages" for r in sorted(tangent_slots))
         lines = ["def replay(inputs, builder, last=None):",
                  "    (" + "".join(f"i{i}, " for i in range(len(inputs))) + ") = inputs",
-                 f"    if last is None or {guard or 'False'}:",
+                 f"    if last is None or primal_messages and ({guard or 'False'}):",
                  "        return plain(inputs, builder, last)",
                  "    frame = builder.bindings",
                  "    pemit = frame.append",
@@ -223,22 +236,26 @@ class Split:
                 local = f"r_{slot(r)}"
                 if r not in substituted_slot:  # a primal value's first read here
                     substituted_slot.add(r)
-                    lines.append(f"    {local} = get({slot(r)}) or residual({slot(r)})"
-                                 if r[0] == "in" else f"    {local} = residual({slot(r)})")
+                    if r[0] == "in":
+                        lines.append(f"    {local} = get({slot(r)}) or residual({slot(r)})")
+                    else:  # a primal step (not the last): ``residual``, inlined
+                        k = r[1]
+                        lines += [f"    {local} = new(Var)",
+                                  f'    var_name({local}, f"lv{{c + {steps[k][4]}}}_res")',
+                                  f"    var_type({local}, t{k})",
+                                  f"    needed(s{k})",
+                                  f"    sub[s{k}] = {local}"]
                 operands.append(local)
             name = f'f"lv{{c + {offset}}}"'
             if j == len(steps) - 1:
                 name = f"last or {name}"
-            lines.append(f"    s{j} = Var({name}, t{j})")
-            lines.append("    call = new_call(Call)")
-            lines.append(f"    call.callee, call.args, call.attrs = op{j}, "
-                         f"({''.join(o + ', ' for o in operands)}), a{j}")
+            lines += step_lines(j, name, "".join(o + ", " for o in operands))
             if tangent:
                 tangent_slots.add(("step", j))
-                lines.append(f"    temit(Binding(s{j}, call))")
+                lines.append(f"    temit(b{j})")
                 lines.append(f"    is_tangent(s{j})")
             else:
-                lines.append(f"    pemit(Binding(s{j}, call))")
+                lines.append(f"    pemit(b{j})")
         lines.append("    split.clean = len(frame)")
         lines.append("    return (" + "".join(f"{slot(r)}, " for r in outs) + ")")
         exec("\n".join(lines), env)  # noqa: S102 - the template's own numbers, see above
@@ -256,12 +273,16 @@ def substituted(atom, sub: dict):
 def _op_calls(bindings) -> bool:
     """Whether every binding is a call of an op (not a loop's stack) on atoms: a function
     the sweep is likely to finish (a rule may still emit what it does not sort)."""
+    ops = set()
     for b in bindings:
         value = b.value
-        if (type(value) is not Call or type(value.callee) is not Op
-                or value.callee in STACK_FORWARD or Tuple in map(type, value.args)):
+        if type(value) is not Call:
             return False
-    return True
+        ops.add(value.callee)
+        for a in value.args:
+            if type(a) is Tuple:
+                return False
+    return all(type(op) is Op and op not in STACK_FORWARD for op in ops)
 
 
 class _SplitSweep(_ForwardSweep):
@@ -270,16 +291,16 @@ class _SplitSweep(_ForwardSweep):
 
     def bindings(self, bindings) -> None:
         split = self.split
-        split.tangent_vars.update(self.tangents.values())  # the tangent parameters
+        tangents, tangent_vars = self.tangents, split.tangent_vars
+        tangent_vars.update(tangents.values())  # the tangent parameters
         frame = self.b.bindings
-        for binding in bindings:
-            value = binding.value
-            if (type(value) is not Call or type(value.callee) is not Op
-                    or value.callee in STACK_FORWARD):
-                raise NotStraight
+        for binding in bindings:  # calls of ops (``_op_calls``), so no dispatch
             _op_forward(self, binding)
             if len(frame) != split.clean:  # not all emitted on its side: sorted now
                 split.classify(frame, split.clean)
+                msg = tangents.get(binding.var)
+                if type(msg) is Var and msg not in tangent_vars:
+                    split.primal_messages.add(msg)
 
 
 def linearize_straight(module: Module, func: str, wrt) -> tuple[Function, Function] | None:

@@ -52,7 +52,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from ..emit.trace import REBOUND
-from ..ir.nodes import Binding, Call, Constant, Var
+from ..ir.nodes import Binding, Call, Constant, Var, _var_name, _var_type
 from ..ir.op import OPS, Op, attrs_key
 from ..ir.types import TensorType
 
@@ -169,7 +169,7 @@ class Template:
 
         # a call is made as ``Call.with_args`` makes one (its attribute dict shared, not
         # copied: no node changes once built), without the method call
-        env = {"Var": Var, "Call": Call, "Binding": Binding, "new_call": Call.__new__}
+        env = step_globals()
         env.update((f"k{i}", c) for i, c in enumerate(self.consts))
         lines = ["def replay(inputs, builder, last=None):",
                  "    (" + "".join(f"i{i}, " for i in range(n_inputs)) + ") = inputs",
@@ -181,13 +181,32 @@ class Template:
             name = f'f"lv{{c + {offset}}}"'
             if j == len(self.steps) - 1:
                 name = f"last or {name}"
-            lines.append(f"    s{j} = Var({name}, t{j})")
-            lines.append("    call = new_call(Call)")
-            lines.append(f"    call.callee, call.args, call.attrs = op{j}, ({operands}), a{j}")
-            lines.append(f"    emit(Binding(s{j}, call))")
+            lines += step_lines(j, name, operands)
+            lines.append(f"    emit(b{j})")
         lines.append("    return (" + "".join(f"{slot(r)}, " for r in self.outs) + ")")
         exec("\n".join(lines), env)  # noqa: S102 - the template's own numbers, see above
         return env["replay"]
+
+
+def step_globals() -> dict:
+    """The globals of a compiled replay's steps (``step_lines``)."""
+    return {"Var": Var, "Call": Call, "Binding": Binding, "new": object.__new__,
+            "var_name": _var_name, "var_type": _var_type}
+
+
+def step_lines(j: int, name: str, operands: str) -> list[str]:
+    """The lines of a compiled replay making step ``j``: its variable ``s<j>`` named
+    by the expression ``name`` (typed ``t<j>``, checked when the template was recorded,
+    as ``typed_var`` makes one), its call of ``op<j>`` on ``operands`` with attributes
+    ``a<j>`` (shared, as ``Call.with_args`` does) and its binding ``b<j>``: nodes built
+    whole, without their constructors' checks and calls."""
+    return [f"    s{j} = new(Var)",
+            f"    var_name(s{j}, {name})",
+            f"    var_type(s{j}, t{j})",
+            "    call = new(Call)",
+            f"    call.callee, call.args, call.attrs = op{j}, ({operands}), a{j}",
+            f"    b{j} = new(Binding)",
+            f"    b{j}.var, b{j}.value = s{j}, call"]
 
 
 class _Pending:
