@@ -27,9 +27,8 @@ It makes the IR ``op_backward`` makes, to the binding:
 from __future__ import annotations
 
 from .. import ops
-from ..ir.nodes import Binding, Call, Var, typed_var
 from ..ir.types import TensorType
-from .rule_templates import Template
+from .rule_templates import Template, step_globals, step_lines
 
 ADD = ops.add
 
@@ -59,8 +58,8 @@ def build_handler(template: Template, relevant: list[bool], add_vars):
     candidates = {j: ref[1] for j, ref in enumerate(results)
                   if ref is not None and ref[0] == "step" and outs.count(ref) == 1
                   and ref[1] not in read}
-    env = {"Binding": Binding, "Call": Call, "Var": Var, "TensorType": TensorType,
-           "new_call": Call.__new__, "new_var": typed_var, "add_vars": add_vars, "ADD": ADD}
+    env = step_globals()
+    env.update({"TensorType": TensorType, "add_vars": add_vars, "ADD": ADD})
     env.update((f"k{i}", c) for i, c in enumerate(template.consts))
     lines = ["def handler(sweep, olds, inputs, done):",
              "    (" + "".join(f"i{i}, " for i in range(n_in)) + ") = inputs",
@@ -100,10 +99,8 @@ def build_handler(template: Template, relevant: list[bool], add_vars):
         fresh = f'f"lv{{c + {offset}}}"'
         if j in candidates.values():
             fresh = f"name if at == {j} else {fresh}"
-        lines.append(f"    s{j} = new_var({fresh}, t{j})")
-        lines.append("    call = new_call(Call)")
-        lines.append(f"    call.callee, call.args, call.attrs = op{j}, ({operands}), a{j}")
-        lines.append(f"    emit(Binding(s{j}, call))")
+        lines += step_lines(j, fresh, operands)
+        lines.append(f"    emit(b{j})")
     for j, ref in enumerate(results):
         if ref is None:
             continue  # an operand that needs no adjoint has no result

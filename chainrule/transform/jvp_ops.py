@@ -27,43 +27,65 @@ def _op_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     expansion, or its template replayed: rule_templates.py)."""
     call = binding.value
     olds = call.args
-    if len(olds) == 2:
+    n = len(olds)
+    if n == 2:
         x, y = olds
         if type(x) is Var and type(y) is Var:
-            return _binary_forward(sweep, binding, call, x, y)
+            return _var_forward(sweep, binding, call, x, y)
+    elif n == 1:
+        x = olds[0]
+        if type(x) is Var:
+            return _var_forward(sweep, binding, call, x, None)
     return _general_forward(sweep, binding)
 
 
-def _binary_forward(sweep: _ForwardSweep, binding: Binding, call: Call, x: Var, y: Var):
-    """``_general_forward`` of a call of two variables (most bindings), with its copy,
-    its tangents, its template key (``_key``) and its replay spelled out."""
+def _var_forward(sweep: _ForwardSweep, binding: Binding, call: Call, x: Var, y: Var | None):
+    """``_general_forward`` of a call of one variable ``x`` (``y`` None) or two (most
+    bindings), with its copy, its tangents, its template key (``_key``) and its replay
+    spelled out."""
     subst = sweep.copy.subst
-    a, b = subst.get(x, x), subst.get(y, y)
-    var = binding.var
-    if type(a) is not Var or type(b) is not Var or a.type is not x.type or b.type is not y.type:
+    a = subst.get(x, x)
+    if type(a) is not Var or a.type is not x.type:
         return _general_forward(sweep, binding)  # (a constant operand may be read by value)
+    if y is not None:
+        b = subst.get(y, y)
+        if type(b) is not Var or b.type is not y.type:
+            return _general_forward(sweep, binding)
+        args = (a, b)
+    else:
+        args = (a,)
+    var = binding.var
     op = call.callee
     builder = sweep.b
     new = _new_node(Var)
     _var_name(new, var.name or builder.fresh_name())
     _var_type(new, var.type)
     copied = _new_node(Call)  # as Call.with_args makes one: the attrs shared
-    copied.callee, copied.args, copied.attrs = op, (a, b), call.attrs
-    builder._frames[-1].append(Binding(new, copied))
+    copied.callee, copied.args, copied.attrs = op, args, call.attrs
+    made = _new_node(Binding)  # as Binding(new, copied), without the call
+    made.var, made.value = new, copied
+    builder._frames[-1].append(made)
     subst[var] = new
     if not op.differentiable:
         return
     tangents = sweep.tangents
-    s, t = tangents.get(x), tangents.get(y)
-    if s is None:
-        if t is None:
+    s = tangents.get(x)
+    if y is None:
+        if s is None:
             return
-        nonzero = (t,)
+        nonzero = (s,)
+        t = None
     else:
-        nonzero = (s,) if t is None else (s, t)
+        t = tangents.get(y)
+        if s is None:
+            if t is None:
+                return
+            nonzero = (t,)
+        else:
+            nonzero = (s,) if t is None else (s, t)
     templates = sweep.ctx.templates
     if templates is None or REBOUND:
-        return _tangent_of(sweep, binding, new, (a, b), [s, t], nonzero, None)
+        return _tangent_of(sweep, binding, new, args, [s, t][:len(args)], nonzero, None)
     ok = templates.rule_ok.get(op)  # RuleTemplates.cacheable_rule, inlined
     if ok is None:
         ok = templates.cacheable_rule(op)
@@ -71,19 +93,23 @@ def _binary_forward(sweep: _ForwardSweep, binding: Binding, call: Call, x: Var, 
     ak = attrs_key(attrs) if attrs else ()  # attributes_key, inlined
     if not ok or ak is None or (s is not None and type(s) is not Var) or (
             t is not None and type(t) is not Var):
-        return _tangent_of(sweep, binding, new, (a, b), [s, t], nonzero, None)
-    key = (op, ak, id(var.type), id(a.type), id(b.type),  # _key's, for two variables
-           None if s is None else id(s.type), None if t is None else id(t.type),
-           alias_pattern((new, a, b, *nonzero))
-           if a is b or a is s or a is t or b is s or b is t or s is t else None)
+        return _tangent_of(sweep, binding, new, args, [s, t][:len(args)], nonzero, None)
+    if y is None:  # _key's, for one variable and for two
+        key = (op, ak, id(var.type), id(a.type), id(s.type),
+               alias_pattern((new, a, s)) if a is s else None)
+    else:
+        key = (op, ak, id(var.type), id(a.type), id(b.type),
+               None if s is None else id(s.type), None if t is None else id(t.type),
+               alias_pattern((new, a, b, *nonzero))
+               if a is b or a is s or a is t or b is s or b is t or s is t else None)
     template = templates.entries.get(key)
     if (type(template) is Template and template.last_out == 0
             and type(var.type) is TensorType):
         # RuleTemplates.expand's common case, inlined; the tangent is the last binding:
         # made as set_tangent would rename it
-        tangents[var] = template.replay((new, a, b, *nonzero), builder, f"{new.name}_dot")[0]
+        tangents[var] = template.replay((new, *args, *nonzero), builder, f"{new.name}_dot")[0]
         return
-    return _tangent_of(sweep, binding, new, (a, b), [s, t], nonzero, key)
+    return _tangent_of(sweep, binding, new, args, [s, t][:len(args)], nonzero, key)
 
 
 def _general_forward(sweep: _ForwardSweep, binding: Binding) -> None:
