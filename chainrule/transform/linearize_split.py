@@ -253,7 +253,8 @@ class Split:
             if tangent:
                 tangent_slots.add(("step", j))
                 lines.append(f"    temit(b{j})")
-                lines.append(f"    is_tangent(s{j})")
+                if j == len(steps) - 1:  # the result: the others are read by steps only
+                    lines.append(f"    is_tangent(s{j})")
             else:
                 lines.append(f"    pemit(b{j})")
         lines.append("    split.clean = len(frame)")
