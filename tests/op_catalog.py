@@ -183,3 +183,16 @@ def extra_modules() -> list:
                                    cr.random.bits(k, (2,))),
                      key, np.ones(3))
     return [draws, keyed]
+
+
+def repeated(f, times=3):
+    """A loss applying ``f`` ``times`` times: every rule-template key of its derivative
+    repeats, so later copies are replayed (tests of the passes' fast paths)."""
+    def loss(*a):
+        total = 0.0
+        for k in range(times):
+            out = f(*a)
+            w = np.linspace(0.5, 1.5, np.size(out)).reshape(np.shape(out)) + k
+            total = total + cnp.sum(out * w)
+        return total
+    return loss

@@ -12,7 +12,7 @@ import importlib
 
 import numpy as np
 import pytest
-from op_catalog import CATALOG
+from op_catalog import CATALOG, repeated
 
 import chainrule as cr
 import chainrule.numpy as cnp
@@ -27,17 +27,6 @@ linearize_module = importlib.import_module("chainrule.transform.linearize")
 split_module = importlib.import_module("chainrule.transform.linearize_split")
 
 
-def repeated(f, times=4):
-    def loss(*a):
-        total = 0.0
-        for k in range(times):
-            out = f(*a)
-            w = np.linspace(0.5, 1.5, np.size(out)).reshape(np.shape(out)) + k
-            total = total + cnp.sum(out * w)
-        return total
-    return loss
-
-
 def chain(x, y):
     for _ in range(40):
         x = cnp.tanh(cnp.sin(x * y) + y)
@@ -47,7 +36,8 @@ def chain(x, y):
 @pytest.fixture
 def compiled_early(monkeypatch):
     """Templates used in programs of any length and compiled after two replays (the
-    sorted replays then run in short programs); counts the sorted replays compiled (a list holding the count)."""
+    sorted replays then run in short programs); counts the sorted replays compiled (a
+    list holding the count)."""
     monkeypatch.setattr(rule_templates, "COMPILE_AFTER", 2)
     monkeypatch.setattr(rule_templates, "MIN_BINDINGS", 0)
     count = [0]
@@ -61,13 +51,13 @@ def compiled_early(monkeypatch):
     return count
 
 
-def general_path(m, monkeypatch) -> cr.Module:
+def general_path(m, monkeypatch, wrt=None) -> cr.Module:
     """linearize by jvp, the general unzip and copies (no one-sweep or one-walk path)."""
     with monkeypatch.context() as patch:
         patch.setattr(linearize_module, "linearize_straight", lambda *a: None)
         patch.setattr(linearize_module, "_straight_line", lambda *a: None)
         patch.setattr(linearize_module, "_shareable", lambda *a: False)
-        return linearize(m, "main")
+        return linearize(m, "main", wrt=wrt)
 
 
 def assert_same_as_general(m, monkeypatch) -> cr.Module:
@@ -89,7 +79,7 @@ def assert_same_as_general(m, monkeypatch) -> cr.Module:
 def test_every_op_sorted_in_one_sweep_gives_the_general_text(name, compiled_early,
                                                              monkeypatch):
     f, args = CATALOG[name]
-    m = cr.trace(repeated(f), *args)
+    m = cr.trace(repeated(f, 4), *args)
     try:
         linearize(m, "main")
     except cr.ChainruleError:
@@ -120,16 +110,8 @@ def test_wrt_some_parameters_and_argument_free_bindings(compiled_early, monkeypa
     m = cr.trace(f, np.linspace(-1, 1, 3), np.full(3, 0.5))
     assert_same_as_general(m, monkeypatch)
     swept = linearize(m, "main", wrt=[1])
-    general = general_path_wrt(m, monkeypatch, [1])
+    general = general_path(m, monkeypatch, [1])
     assert str(swept) == str(general)
-
-
-def general_path_wrt(m, monkeypatch, wrt):
-    with monkeypatch.context() as patch:
-        patch.setattr(linearize_module, "linearize_straight", lambda *a: None)
-        patch.setattr(linearize_module, "_straight_line", lambda *a: None)
-        patch.setattr(linearize_module, "_shareable", lambda *a: False)
-        return linearize(m, "main", wrt=wrt)
 
 
 def test_a_tangent_reading_no_tangent_is_sorted_as_primal(compiled_early, monkeypatch):
