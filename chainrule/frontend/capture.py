@@ -40,6 +40,13 @@ import types
 import numpy as np
 
 from ..errors import ConcretizationError
+from .capture_objects import (
+    _attributes,
+    _class_attribute,
+    _inherited_attribute,
+    _own_function,
+    _slots,
+)
 
 MAX_DEPTH = 4  # object hops from a root
 MAX_ITEMS = 1024  # entries of a container or attributes of an object visited
@@ -54,62 +61,6 @@ class _Missing(Exception):
 # what undoes a stand-in set on an object for an attribute it read from its class (or
 # a class from its base): deleting it, so the class's attribute shows through again
 _INHERITED = object()
-
-
-def _inherited_attribute(holder, key: str) -> bool:
-    """Whether ``holder.key`` is a plain value of its class (or, for a class, of a base)
-    rather than its own: not an entry of its ``__dict__``, nor a descriptor (a
-    function's ``__defaults__``, a slot, a property) that setting goes through."""
-    own = getattr(holder, "__dict__", None)
-    if own is None or key in own:
-        return False
-    bases = holder.__mro__[1:] if isinstance(holder, type) else type(holder).__mro__
-    for klass in bases:
-        if key in vars(klass):
-            return not hasattr(type(vars(klass)[key]), "__get__")
-    return False
-
-
-def _slots(cls: type) -> tuple:
-    """The ``__slots__`` names of a user class and its bases (library classes: none)."""
-    if cls.__module__ == "builtins" or cls.__module__.startswith(("numpy", "chainrule.")):
-        return ()
-    names = []
-    for klass in cls.__mro__:
-        slots = vars(klass).get("__slots__", ())
-        slots = [slots] if isinstance(slots, str) else slots
-        names += [_mangled(klass, n) for n in slots if n not in ("__dict__", "__weakref__")]
-    return tuple(names)
-
-
-def _mangled(klass: type, name: str) -> str:
-    """The attribute a slot ``name`` of ``klass`` is stored as: a private ``__x`` is
-    ``_Klass__x`` (Python's name mangling), else the name itself."""
-    owner = klass.__name__.lstrip("_")
-    if name.startswith("__") and not name.endswith("__") and owner:
-        return f"_{owner}{name}"
-    return name
-
-
-def _attributes(obj) -> dict:
-    """An object's own attributes: its ``__dict__`` and the slots that are set."""
-    attrs = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
-    for name in _slots(type(obj)):
-        try:
-            attrs[name] = object.__getattribute__(obj, name)
-        except AttributeError:  # a slot not set
-            pass
-    return attrs
-
-
-def _class_attribute(cls: type, name: str):
-    """The plain value (not a function or another descriptor) ``name`` finds in
-    ``cls`` or its bases; None when there is none."""
-    for klass in cls.__mro__:
-        if name in vars(klass):
-            value = vars(klass)[name]
-            return None if hasattr(type(value), "__get__") else value
-    return None
 
 
 class Root:
@@ -398,6 +349,8 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         return
     found._seen.add(id(value))
     if isinstance(value, types.FunctionType):
+        if _own_function(value):
+            return
         _visit_function(value, path, found, depth)
     elif isinstance(value, types.MethodType):
         code = getattr(value.__func__, "__code__", None)  # what it reads of self

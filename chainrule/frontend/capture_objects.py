@@ -1,0 +1,84 @@
+"""What an object holds, for ``capture.py``'s walk: its own attributes (``__dict__`` and
+slots, private slot names mangled), the plain values its class holds, and whether a
+function is one of chainrule's own (read only for chainrule's state, not walked)."""
+
+from __future__ import annotations
+
+import types
+
+from ..ir.op import Op
+
+
+def _inherited_attribute(holder, key: str) -> bool:
+    """Whether ``holder.key`` is a plain value of its class (or, for a class, of a base)
+    rather than its own: not an entry of its ``__dict__``, nor a descriptor (a
+    function's ``__defaults__``, a slot, a property) that setting goes through."""
+    own = getattr(holder, "__dict__", None)
+    if own is None or key in own:
+        return False
+    bases = holder.__mro__[1:] if isinstance(holder, type) else type(holder).__mro__
+    for klass in bases:
+        if key in vars(klass):
+            return not hasattr(type(vars(klass)[key]), "__get__")
+    return False
+
+
+def _slots(cls: type) -> tuple:
+    """The ``__slots__`` names of a user class and its bases (library classes: none)."""
+    if cls.__module__ == "builtins" or cls.__module__.startswith(("numpy", "chainrule.")):
+        return ()
+    names = []
+    for klass in cls.__mro__:
+        slots = vars(klass).get("__slots__", ())
+        slots = [slots] if isinstance(slots, str) else slots
+        names += [_mangled(klass, n) for n in slots if n not in ("__dict__", "__weakref__")]
+    return tuple(names)
+
+
+def _mangled(klass: type, name: str) -> str:
+    """The attribute a slot ``name`` of ``klass`` is stored as: a private ``__x`` is
+    ``_Klass__x`` (Python's name mangling), else the name itself."""
+    owner = klass.__name__.lstrip("_")
+    if name.startswith("__") and not name.endswith("__") and owner:
+        return f"_{owner}{name}"
+    return name
+
+
+def _attributes(obj) -> dict:
+    """An object's own attributes: its ``__dict__`` and the slots that are set."""
+    attrs = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+    for name in _slots(type(obj)):
+        try:
+            attrs[name] = object.__getattribute__(obj, name)
+        except AttributeError:  # a slot not set
+            pass
+    return attrs
+
+
+def _class_attribute(cls: type, name: str):
+    """The plain value (not a function or another descriptor) ``name`` finds in
+    ``cls`` or its bases; None when there is none."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            value = vars(klass)[name]
+            return None if hasattr(type(value), "__get__") else value
+    return None
+
+
+def _own_function(fn, depth: int = 0) -> bool:
+    """A function of chainrule's own (``cnp.tanh``, ``cnp.sum``) holding nothing but
+    ops, names and other such functions: all it reads is chainrule's state, never a
+    user's array (a function chainrule made around a user's, ``grad(f)``'s, holds that
+    function in a cell, and is followed)."""
+    module = fn.__module__
+    if depth > 2 or not (type(module) is str and module.startswith("chainrule.")):
+        return False
+    try:
+        cells = [cell.cell_contents for cell in fn.__closure__ or ()]
+    except ValueError:  # an empty cell: followed as any function is
+        return False
+    return all(type(c) in _OWN_CELLS or (type(c) is types.FunctionType
+                                         and _own_function(c, depth + 1)) for c in cells)
+
+
+_OWN_CELLS = (Op, str, int, bool, type(None))

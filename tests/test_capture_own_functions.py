@@ -1,0 +1,78 @@
+"""The capture walk (chainrule/frontend/capture.py) does not walk into chainrule's own
+functions (``cnp.tanh``, ``cnp.sum``: they read chainrule's state only; issue 14, the
+fixed cost of every new function), and still follows what chainrule made around a
+user's function (``grad(h)`` holding ``h``), so arrays reached through it are seen
+anew at every call."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import chainrule as cr
+import chainrule.numpy as cnp
+from chainrule.frontend.capture import sources
+from chainrule.frontend.capture_objects import _own_function
+
+
+def test_chainrule_functions_are_own_and_wrappers_of_user_code_are_not():
+    assert _own_function(cnp.tanh) and _own_function(cnp.sum) and _own_function(cnp.add)
+
+    def h(x):
+        return cnp.sum(x * x)
+
+    assert not _own_function(cr.grad(h))  # holds h: followed
+    assert not _own_function(h)
+
+
+W = np.ones(3)
+steps = [cnp.tanh, cnp.sin, lambda v: v * W]
+
+
+def f(x):
+    for step in steps:
+        x = step(x)
+    return cnp.sum(x)
+
+
+def test_the_walk_records_the_users_containers_only():
+    found = sources(f)
+    assert [p.describe() for p, _ in found.layouts] == ["steps (global of f)"]
+    assert [p.describe() for p in found.arrays.values()] == ["W (global of <lambda>)"]
+
+
+def test_an_array_behind_a_transformed_function_is_seen_at_every_call():
+    W = np.array([1.0, 2.0, 3.0])
+
+    def h(x):
+        return cnp.sum(x * x * W)
+
+    dh = cr.grad(h)
+
+    @cr.jit
+    def f(x):
+        return dh(x) * 2.0
+
+    x = np.array([0.5, -1.0, 2.0])
+    assert np.allclose(f(x), 4 * x * W)
+    W[:] = [3.0, 0.5, -1.0]  # in place: the next call sees it
+    assert np.allclose(f(x), 4 * x * W)
+    assert np.allclose(f(x), 4 * x * W)
+
+
+def test_an_array_reached_through_a_list_of_chainrule_and_user_functions():
+    W = np.array([1.0, 2.0])
+    steps = [cnp.sin, lambda v: v * W, cnp.tanh]
+
+    @cr.jit
+    def f(x):
+        for step in steps:
+            x = step(x)
+        return cnp.sum(x)
+
+    x = np.array([0.3, -0.7])
+    expected = lambda: np.sum(np.tanh(np.sin(x) * W))  # noqa: E731
+    assert np.isclose(f(x), expected())
+    W[:] = [-2.0, 0.25]
+    assert np.isclose(f(x), expected())
+    direct = cr.grad(lambda v: cnp.sum(cnp.tanh(cnp.sin(v) * W)))(x)
+    assert np.allclose(cr.grad(f)(x), direct)
