@@ -30,6 +30,7 @@ the program.
 
 from __future__ import annotations
 
+import array
 import collections
 import functools
 import itertools
@@ -51,7 +52,7 @@ from .capture_objects import (
 MAX_DEPTH = 4  # object hops from a root
 MAX_ITEMS = 1024  # entries of a container or attributes of an object visited
 _SCALARS = (bool, int, float, complex, np.generic)
-_SEQUENCES = (list, tuple, collections.deque)
+_SEQUENCES = (list, tuple, collections.deque, array.array)
 
 
 class _Missing(Exception):
@@ -216,7 +217,7 @@ class Found:
 
     def numbers_now(self) -> list[tuple[Path, object]]:
         """The numbers as they are now (after tracing: what the program baked in)."""
-        return _now(self.numbers, lambda value: value)
+        return _now(self.numbers, _number_value)
 
     def layouts_now(self) -> list[tuple[Path, object]]:
         """The containers' layouts as they are now (after tracing)."""
@@ -246,7 +247,9 @@ class Found:
     def _put_back(self, path: Path, old) -> None:
         if id(path) in self.contents:  # a container: itself, with its entries as they were
             old, copy = self.contents[id(path)]
-            if not isinstance(old, tuple):
+            if isinstance(old, array.array):
+                old[:] = array.array(old.typecode, copy)
+            elif not isinstance(old, tuple):
                 old.clear()
                 (old.update if isinstance(old, dict) else old.extend)(copy)
         try:
@@ -378,6 +381,13 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
     elif isinstance(value, _SEQUENCES):  # and their subclasses (a namedtuple)
         found.layouts.append((path, _layout(value)))
         found.contents[id(path)] = (value, value if isinstance(value, tuple) else list(value))
+        if t is array.array or len(value) > MAX_ITEMS:
+            if all(_is_number(v) for v in value):  # guarded whole, every entry by value
+                found.numbers.append((path, tuple(value)))
+                return
+            for i, v in enumerate(itertools.islice(value, MAX_ITEMS, None), MAX_ITEMS):
+                if type(v) is np.ndarray:  # past the entries walked: its arrays still
+                    _visit(v, path.child("item", i), found, depth + 1, names)
         for i, v in enumerate(itertools.islice(value, MAX_ITEMS)):
             _visit(v, path.child("item", i), found, depth + 1, names)
     elif type(value).__module__.startswith("chainrule."):
@@ -490,7 +500,7 @@ class Guards:
         """The current hidden inputs; raises ``Stale`` when a guard fails."""
         try:
             for path, value in self.numbers:
-                now = path.fetch()
+                now = _number_value(path.fetch())
                 if type(now) is not type(value) or not _same_number(now, value):
                     raise Stale(f"{path.describe()} changed from {value!r} to {now!r}")
             for path, value in self.pinned:
@@ -509,6 +519,18 @@ class Guards:
 
     def __bool__(self) -> bool:
         return bool(self.captures or self.numbers or self.pinned or self.layouts)
+
+
+def _is_number(v) -> bool:
+    """A number, or a tuple of numbers: what a guard compares by value."""
+    return isinstance(v, _SCALARS) or (type(v) is tuple and all(isinstance(x, _SCALARS)
+                                                                for x in v))
+
+
+def _number_value(value):
+    """What a number guard compares: the value, or the entries of a sequence guarded
+    whole (a long one of numbers, an ``array.array``) as a tuple."""
+    return tuple(value) if isinstance(value, (list, collections.deque, array.array)) else value
 
 
 def _same_number(a, b) -> bool:

@@ -1,0 +1,85 @@
+"""What a compiled function reads from a sequence it closes over is seen anew at every
+call (chainrule/frontend/capture.py), for sequences the walk did not follow entry by
+entry before: an ``array.array``, a list of numbers longer than the walk's per-container
+bound (guarded whole, by value: a sign of zero and a NaN included), and arrays past that
+bound in a long list. Each of these gave the first call's numbers again, silently."""
+
+from __future__ import annotations
+
+import array
+import collections
+import warnings
+
+import numpy as np
+import pytest
+
+import chainrule as cr
+import chainrule.numpy as cnp
+from chainrule.frontend.capture import MAX_ITEMS
+
+
+def test_an_array_array_changed_in_place_is_seen_by_jit_and_grad():
+    a = array.array("d", [1.0, 2.0, 3.0])
+    f = cr.jit(lambda x: cnp.sum(x * cnp.asarray(a)))
+    g = cr.grad(lambda x: cnp.sum(cnp.sin(x) * cnp.asarray(a)))
+    x = np.array([0.5, -0.25, 2.0])
+    for change in range(3):
+        assert np.isclose(f(x), np.sum(x * np.asarray(a)))
+        assert np.allclose(g(x), np.cos(x) * np.asarray(a))
+        a[change] = 10.0 + change
+
+
+@pytest.mark.parametrize("kind", [list, tuple, collections.deque])
+def test_a_long_sequence_of_numbers_is_guarded_past_the_walks_bound(kind):
+    n = MAX_ITEMS + 500
+    values = [1.0] * n
+    box = {"seq": kind(values)}
+    f = cr.jit(lambda x: cnp.sum(x * cnp.asarray(list(box["seq"]))))
+    x = np.linspace(0.0, 1.0, n)
+    assert np.isclose(f(x), np.sum(x))
+    values[n - 3] = 7.0
+    if kind is tuple:  # immutable: rebound
+        box["seq"] = tuple(values)
+    else:
+        box["seq"][n - 3] = 7.0
+    assert np.isclose(f(x), np.sum(x * np.asarray(values)))
+
+
+def test_a_long_list_guard_tells_the_sign_of_zero_and_nan():
+    b = [1.0] * (MAX_ITEMS + 300)
+    b[-5] = 0.0
+    h = cr.jit(lambda x: cnp.sum(1.0 / cnp.asarray(b)) + cnp.sum(x))
+    x = np.ones(3)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        assert h(x) == np.inf
+        b[-5] = -0.0
+        assert h(x) == -np.inf
+        b[-7] = float("nan")
+        assert np.isnan(h(x)) and np.isnan(h(x))
+
+
+def test_arrays_past_the_walks_bound_are_captured():
+    arrs = [np.ones(2) for _ in range(MAX_ITEMS + 200)]
+    k = cr.jit(lambda x: cnp.sum(x * arrs[MAX_ITEMS + 100]))
+    assert k(np.ones(2)) == 2.0
+    arrs[MAX_ITEMS + 100][:] = 3.0  # in place
+    assert k(np.ones(2)) == 6.0
+    arrs[MAX_ITEMS + 100] = np.full(2, -1.0)  # rebound
+    assert k(np.ones(2)) == -2.0
+
+
+def test_an_array_array_the_result_reads_and_the_function_appends_to_runs_uncompiled():
+    log = array.array("d", [0.0])
+
+    def f(x):
+        log.append(2.0)
+        return cnp.sum(x) * log[-1] + len(log)
+
+    jf = cr.jit(f)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert jf(np.ones(2)) == 6.0
+        assert list(log) == [0.0, 2.0]  # the trace's append undone, the run's kept
+        assert jf(np.ones(2)) == 7.0  # runs f: it appends at every call
+    assert list(log) == [0.0, 2.0, 2.0]
+    assert any("changes log" in str(w.message) for w in caught)
