@@ -83,3 +83,16 @@ def test_an_array_array_the_result_reads_and_the_function_appends_to_runs_uncomp
         assert jf(np.ones(2)) == 7.0  # runs f: it appends at every call
     assert list(log) == [0.0, 2.0, 2.0]
     assert any("changes log" in str(w.message) for w in caught)
+
+
+def test_a_long_dict_of_numbers_and_of_arrays():
+    weights = {f"w{k}": 1.0 for k in range(MAX_ITEMS + 100)}
+    f = cr.jit(lambda x: x * weights[f"w{MAX_ITEMS + 50}"])
+    assert f(np.ones(2))[0] == 1.0
+    weights[f"w{MAX_ITEMS + 50}"] = 4.0
+    assert f(np.ones(2))[0] == 4.0
+    tables = {k: np.ones(2) for k in range(MAX_ITEMS + 100)}
+    g = cr.jit(lambda x: cnp.sum(x * tables[MAX_ITEMS + 60]))
+    assert g(np.ones(2)) == 2.0
+    tables[MAX_ITEMS + 60][:] = 5.0
+    assert g(np.ones(2)) == 10.0

@@ -376,7 +376,15 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
     elif isinstance(value, dict):  # and OrderedDict, defaultdict, ...
         found.layouts.append((path, _layout(value)))
         found.contents[id(path)] = (value, dict(value))
-        for k, v in list(value.items())[:MAX_ITEMS]:
+        items = list(value.items())
+        if len(items) > MAX_ITEMS:
+            if all(_is_number(v) for _, v in items):  # guarded whole, by value
+                found.numbers.append((path, tuple(items)))
+                return
+            for k, v in items[MAX_ITEMS:]:
+                if type(v) is np.ndarray:  # past the entries walked: its arrays still
+                    _visit(v, path.child("item", k), found, depth + 1, names)
+        for k, v in items[:MAX_ITEMS]:
             _visit(v, path.child("item", k), found, depth + 1, names)
     elif isinstance(value, _SEQUENCES):  # and their subclasses (a namedtuple)
         found.layouts.append((path, _layout(value)))
@@ -528,9 +536,11 @@ def _is_number(v) -> bool:
 
 
 def _number_value(value):
-    """What a number guard compares: the value, or the entries of a sequence guarded
-    whole (a long one of numbers, an ``array.array``) as a tuple."""
-    return tuple(value) if isinstance(value, (list, collections.deque, array.array)) else value
+    """What a number guard compares: the value, or the entries of a container guarded
+    whole (a long one of numbers, an ``array.array``) as a tuple (a dict's items)."""
+    if isinstance(value, (list, collections.deque, array.array)):
+        return tuple(value)
+    return tuple(value.items()) if isinstance(value, dict) else value
 
 
 def _same_number(a, b) -> bool:
