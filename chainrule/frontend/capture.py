@@ -49,7 +49,10 @@ from .capture_objects import (
     _slots,
 )
 
-MAX_DEPTH = 4  # object hops from a root
+MAX_DEPTH = 4  # object hops from a root, any attribute or entry
+# hops from a root along what the code may read (attributes it names, entries of
+# containers): model.layers[0].weights.W is six deep
+MAX_NAMED_DEPTH = 12
 MAX_ITEMS = 1024  # entries of a container or attributes of an object visited
 _SCALARS = (bool, int, float, complex, np.generic)
 _SEQUENCES = (list, tuple, collections.deque, array.array)
@@ -346,7 +349,8 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
     if isinstance(value, type) and depth <= MAX_DEPTH and names:
         _visit_class_attributes(value, value, path, found, depth, names)  # Model.bias
         return
-    if value is None or isinstance(value, (str, bytes, type)) or depth > MAX_DEPTH:
+    if value is None or isinstance(value, (str, bytes, type)) or (
+            depth > MAX_DEPTH and (depth > MAX_NAMED_DEPTH or not _named_step(path, names))):
         return
     if id(value) in found._seen:
         return
@@ -425,6 +429,15 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         if isinstance(call, types.FunctionType):
             _visit(call, Path(_const_root(call), (), f"{type(value).__name__}.__call__"),
                    found, depth + 1, names)
+
+
+def _named_step(path: Path, names) -> bool:
+    """Whether ``path``'s last step is one the code may take: an attribute it names, or
+    an entry of a container."""
+    if not path.steps:
+        return True
+    kind, key = path.steps[-1]
+    return kind == "item" or (names is not None and key in names)
 
 
 def _visit_class_attributes(cls: type, holder, path: Path, found: Found, depth: int,

@@ -1,8 +1,9 @@
-"""What a compiled function reads from a sequence it closes over is seen anew at every
-call (chainrule/frontend/capture.py), for sequences the walk did not follow entry by
-entry before: an ``array.array``, a list of numbers longer than the walk's per-container
-bound (guarded whole, by value: a sign of zero and a NaN included), and arrays past that
-bound in a long list. Each of these gave the first call's numbers again, silently."""
+"""What a compiled function reads from what it closes over is seen anew at every call
+(chainrule/frontend/capture.py), where the walk did not reach before: an
+``array.array``, a list, tuple, deque or dict of numbers longer than the walk's
+per-container bound (guarded whole, by value: a sign of zero and a NaN included),
+arrays past that bound, and an array six attribute and item steps deep. Each of these
+gave the first call's numbers again, silently."""
 
 from __future__ import annotations
 
@@ -96,3 +97,22 @@ def test_a_long_dict_of_numbers_and_of_arrays():
     assert g(np.ones(2)) == 2.0
     tables[MAX_ITEMS + 60][:] = 5.0
     assert g(np.ones(2)) == 10.0
+
+
+def test_an_array_deeper_than_the_walks_bound_along_what_the_code_names():
+    class Node:
+        pass
+
+    root = Node()
+    root.a = Node()
+    root.a.b = {"c": [Node()]}
+    root.a.b["c"][0].d = Node()
+    root.a.b["c"][0].d.W = np.ones(2)
+    f = cr.jit(lambda x: cnp.sum(x * root.a.b["c"][0].d.W))
+    g = cr.grad(lambda x: cnp.sum(cnp.sin(x) * root.a.b["c"][0].d.W))
+    x = np.array([0.2, -0.4])
+    assert f(np.ones(2)) == 2.0 and np.allclose(g(x), np.cos(x))
+    root.a.b["c"][0].d.W[:] = 3.0  # in place
+    assert f(np.ones(2)) == 6.0 and np.allclose(g(x), 3 * np.cos(x))
+    root.a.b["c"][0].d.W = np.full(2, -1.0)  # rebound
+    assert f(np.ones(2)) == -2.0 and np.allclose(g(x), -np.cos(x))
