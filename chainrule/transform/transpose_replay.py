@@ -39,47 +39,58 @@ MAX_PER_OP = 8  # handlers tried per op before the sweep keys a call itself
 
 
 class Handlers(dict):
-    """A transpose run's handlers: op -> the handler of its template compiled last (which
-    passes the calls it does not handle to the one before); ``built``: the identities of
-    the templates that have one (or were refused one), each built once."""
+    """A transpose run's handlers: op -> the first handler of its templates, which passes
+    the calls it does not handle to the next, the last one back to the sweep. They are
+    tried in the order they were built: the template compiled first is the one whose key
+    came back most often so far. ``last``: op -> the link of its last handler (a list
+    holding what it passes calls to); ``built``: the identities of the templates that
+    have a handler (or were refused one)."""
 
     def __init__(self):
         super().__init__()
         self.built: set[int] = set()
+        self.last: dict = {}
+        self.count: dict = {}
+
+
+def _unhandled(tr, v, msg, value, msgs, bindings, k) -> bool:
+    return False  # the sweep keys the call itself
 
 
 def add_handler(handlers: Handlers, template: Template, binding: Binding, msg: Var,
                 inputs: list, positions: list, add_vars) -> None:
     """Build the handler of ``template`` from ``binding``, the call (with cotangent
     ``msg``, template inputs ``inputs`` and linear operand positions ``positions``) whose
-    replay compiled it, and put it first among its op's ``handlers``. ``add_vars(builder,
+    replay compiled it, and put it last among its op's ``handlers``. ``add_vars(builder,
     a, b)`` emits the sum of two variables."""
     if id(template) in handlers.built:
         return
     handlers.built.add(id(template))  # the template lives as long as the run: its id too
-    value = binding.value
-    op = value.callee
-    previous = handlers.get(op)
-    depth = 0 if previous is None else previous.depth
-    if depth >= MAX_PER_OP:
+    op = binding.value.callee
+    count = handlers.count.get(op, 0)
+    if count >= MAX_PER_OP:
         return
-    handler = _build(template, binding, msg, inputs, positions, add_vars, previous)
-    handler.depth = depth + 1
-    handlers[op] = handler
+    link = [_unhandled]
+    handler = _build(template, binding, msg, inputs, positions, add_vars, link)
+    handlers.count[op] = count + 1
+    if count:
+        handlers.last[op][0] = handler  # the last handler passes calls to this one
+    else:
+        handlers[op] = handler
+    handlers.last[op] = link
 
 
 def _build(template: Template, binding: Binding, msg: Var, inputs: list, positions: list,
-           add_vars, previous):
+           add_vars, link: list):
     value = binding.value
     args = value.args
     n = len(args)
     linear = set(positions)
-    fail = ("return previous(tr, v, msg, value, msgs, bindings, k)" if previous is not None
-            else "return False")
+    fail = "return link[0](tr, v, msg, value, msgs, bindings, k)"
     env = {"Var": Var, "Binding": Binding, "Call": Call, "new_call": Call.__new__,
            "new_binding": Binding.__new__,
            "new_var": typed_var, "add_vars": add_vars, "ADD": ADD, "REBOUND": REBOUND,
-           "attrs_key": attrs_key, "previous": previous,
+           "attrs_key": attrs_key, "link": link,
            "VT": binding.var.type, "MT": msg.type, "ATTRS": value.attrs}
     attrs_guard = ""
     if value.attrs:  # the key holds the attributes' exact key
@@ -87,26 +98,31 @@ def _build(template: Template, binding: Binding, msg: Var, inputs: list, positio
         attrs_guard = " or (value.attrs is not ATTRS and attrs_key(value.attrs) != AK)"
     else:
         attrs_guard = " or value.attrs"
+    # which operands are linear first: what tells most handlers of one op apart
+    flags = " or ".join(f"type(x{j}) is not Var or x{j} {'not in' if j in linear else 'in'} lin"
+                        for j in range(n)) or "False"
     lines = ["def handler(tr, v, msg, value, msgs, bindings, k):",
              "    args = value.args",
-             f"    if (type(msg) is not Var or msg.type is not MT or v.type is not VT"
-             f" or len(args) != {n} or REBOUND{attrs_guard}):",
+             f"    if len(args) != {n}:",
              f"        {fail}",
              "    (" + "".join(f"x{j}, " for j in range(n)) + ") = args",
-             "    lin = tr.lin"]
+             "    lin = tr.lin",
+             f"    if {flags}:",
+             f"        {fail}",
+             f"    if (type(msg) is not Var or msg.type is not MT or v.type is not VT"
+             f" or REBOUND{attrs_guard}):",
+             f"        {fail}"]
     if len(linear) < n:
         lines.append("    subst = tr.copy.subst")
     names = ["msg"]  # the template's inputs: the cotangent, then the non-linear operands
     for j, a in enumerate(args):
         if j in linear:
             env[f"T{j}"] = a.type
-            lines += [f"    if type(x{j}) is not Var or x{j} not in lin or x{j}.type is not T{j}:",
+            lines += [f"    if x{j}.type is not T{j}:",
                       f"        {fail}"]
         else:
             env[f"T{j}"] = inputs[len(names)].type
-            lines += [f"    if type(x{j}) is not Var or x{j} in lin:",
-                      f"        {fail}",
-                      f"    n{j} = subst.get(x{j}, x{j})",
+            lines += [f"    n{j} = subst.get(x{j}, x{j})",
                       f"    if type(n{j}) is not Var or n{j}.type is not T{j}:",
                       f"        {fail}"]
             names.append(f"n{j}")
