@@ -123,8 +123,9 @@ class _Transposer:
         self.templates = (rule_templates.RuleTemplates(VJP, record_after=0)
                           if rule_templates.ENABLED else None)
         self.held: list = []  # the type objects whose identities template keys hold
-        # op -> the handler of its compiled templates (transpose_replay.py)
-        self.handlers = Handlers() if self.templates is not None else None
+        # op -> the handlers of its compiled templates (transpose_replay.py; none while
+        # templates are disabled)
+        self.handlers = Handlers()
 
     def coefficients(self, bindings, known: bool = False) -> None:
         """Copy the bindings that are not linear (all of ``bindings`` when ``known``)."""
@@ -189,10 +190,9 @@ class _Transposer:
                     msg = self.name_cotangent(v, msg, msgs.values())
             value = binding.value
             if type(value) is Call:  # the common case first
-                if handlers is not None and type(value.callee) is Op:
-                    handler = handlers.get(value.callee)
-                    if handler is not None and handler(self, v, msg, value, msgs, bindings, k):
-                        continue
+                handler = handlers.get(value.callee)  # an op, function or closure variable
+                if handler is not None and handler(self, v, msg, value, msgs, bindings, k):
+                    continue
                 keyed = (template_key(self, binding, msg)
                          if entries is not None and type(value.callee) is Op else None)
                 if keyed is not None:
