@@ -1,29 +1,37 @@
 """One handler per rule template of the transpose pass: the check that a call has the
-template's key, the template's replay and the accumulation of its results into the
-linear operands' cotangents, in one generated function (what ``transpose_keys.
-template_key``, ``Template.replay`` and the sweep's accumulation do for a key, without
-building the key, the inputs list or the partials tuple). ``gradient_replay.py`` does
-the same for the gradient pass.
+template's key, the template's replay, the accumulation of its results into the linear
+operands' cotangents and the naming of a cotangent it completes, in one generated
+function (what ``transpose_keys.template_key``, ``Template.replay``, the sweep's
+accumulation and its naming do for a key, without building the key, the inputs list or
+the partials tuple, and without making a cotangent's variable twice).
+``gradient_replay.py`` does the same for the gradient pass.
 
 A handler is built for a template once it is compiled (``rule_templates.COMPILE_AFTER``
 replays: only long programs have one), from the template's own numbers and from the
 call whose replay compiled it, with the ops, types, attributes and constants passed as
 globals, never from program text: the same rule as ``Template._compiled``.
 
-Handlers are found by the call's op: a handler checks, in order, what the template's key
-holds (``template_key``): the result's, cotangent's and operands' types by identity (the
-handler holds those type objects, so no other object can take their identities while it
-lives), which operands are linear, the attributes (their exact key) and which inputs
-alias; a call that differs in any of these is passed to the op's previous handler, and
-from the last one back to the sweep (``False``), which keys it as before. So a handler
-runs exactly for the calls whose key is its template's, and makes the IR the sweep makes
-for them:
+Handlers are found by the call's op: a handler checks what the template's key holds
+(``template_key``): which operands are linear, the result's, cotangent's and operands'
+types by identity (the handler holds those type objects, so no other object can take
+their identities while it lives), the attributes (their exact key) and which inputs
+alias; a call that differs in any of these is passed to the op's next handler, and from
+the last one back to the sweep (``False``), which keys it as before. So a handler runs
+exactly for the calls whose key is its template's, and makes the IR the sweep makes for
+them:
 
 - the steps are the template's, each result a ``typed_var`` named ``lvN`` from the
   reserved numbers (the template's types were checked when it was recorded);
 - a result is added to the cotangent of its linear operand in operand order, as the
   sweep does: set when the operand has none yet, else summed (``gradient_ops._add_vars``
-  for two variables, ``Builder.call`` of ``add`` otherwise).
+  for two variables, ``Builder.call`` of ``add`` otherwise);
+- the sweep names the cotangent of a variable ``<v>_ct`` when it reaches the variable's
+  binding (if it is a variable it has not named yet: where it is bound, or by a
+  substitution at the end, the same text). A step whose result is the whole contribution
+  to one linear operand ``u`` (no other operand gets it, ``u`` is no other operand of the
+  call) is that cotangent when ``u`` has none yet and ``u`` is bound by the binding the
+  sweep reaches next (nothing can add to it before): the handler names it ``<u>_ct`` as
+  it makes it, and marks it named (``tr.fixed``) as the sweep would.
 """
 
 from __future__ import annotations
