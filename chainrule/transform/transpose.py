@@ -37,7 +37,7 @@ from ..ir.types import ListType, TensorType, TupleType, has_float
 from ..ir.visitor import Mutator, block_free_vars, substitute_vars, vars_used
 from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
 from ..rules import VJP, NoDerivative
-from . import rule_templates
+from . import rule_templates, transpose_replay
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
 from .gradient_ops import _add_vars  # the same sum; the last sum's attrs and type reused
@@ -46,7 +46,7 @@ from .rule_templates import Template
 from .transpose_keys import template_key
 from .transpose_linear import _fields, _linear_vars, _mentions
 from .transpose_names import _bound_at, _held_by_none, _unread
-from .transpose_replay import Handlers, add_handler
+from .transpose_replay import Handlers, add_handler, handler_due
 
 
 class Undefined(ArrayMethods):
@@ -171,6 +171,7 @@ class _Transposer:
         builder = self.b
         entries = self.templates.entries if self.templates is not None else None
         handlers = self.handlers
+        build_after = min(transpose_replay.HANDLE_AFTER, rule_templates.COMPILE_AFTER)
         for k in range(len(bindings) - 1, -1, -1):
             binding = bindings[k]
             v = binding.var
@@ -199,7 +200,8 @@ class _Transposer:
                     template = entries.get(keyed[0])
                     if type(template) is Template:  # RuleTemplates.expand's common case
                         partials = template.replay(keyed[1], builder)
-                        if template.hits >= rule_templates.COMPILE_AFTER:  # compiled: from now
+                        if template.hits >= build_after and handler_due(
+                                template.hits, k, len(bindings) - k):  # a handler from now on
                             add_handler(handlers, template, binding, msg, *keyed[1:], _add_vars)
                         args = value.args
                         for i, atom in zip(keyed[2], partials):  # _accumulate, inlined

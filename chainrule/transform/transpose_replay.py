@@ -7,9 +7,13 @@ the partials tuple, and without making a cotangent's variable twice).
 ``gradient_replay.py`` does the same for the gradient pass.
 
 A handler is built for a template once it is compiled (``rule_templates.COMPILE_AFTER``
-replays: only long programs have one), from the template's own numbers and from the
-call whose replay compiled it, with the ops, types, attributes and constants passed as
-globals, never from program text: the same rule as ``Template._compiled``.
+replays: only long programs have one), or from its ``HANDLE_AFTER``-th replay on when
+the rest of the block should replay it often enough to pay for the handler
+(``handler_due``: building one costs what a few hundred calls through the sweep's keys
+save; a linear program repeats its few keys more often than the program it was
+linearized from). It is made from the template's own numbers and from the call whose
+replay it is, with the ops, types, attributes and constants passed as globals, never
+from program text: the same rule as ``Template._compiled``.
 
 Handlers are found by the call's op: a handler checks what the template's key holds
 (``template_key``): which operands are linear, the result's, cotangent's and operands'
@@ -40,10 +44,13 @@ from .. import ops
 from ..emit.trace import REBOUND
 from ..ir.nodes import Binding, Call, Var, typed_var
 from ..ir.op import attrs_key
+from . import rule_templates
 from .rule_templates import Template
 
 ADD = ops.add
 MAX_PER_OP = 8  # handlers tried per op before the sweep keys a call itself
+HANDLE_AFTER = 128  # replays of a template before it may get a handler (see above)
+PAYBACK = 256  # the replays (through the sweep's keys) a handler's making costs about
 
 
 class Handlers(dict):
@@ -61,6 +68,14 @@ class Handlers(dict):
         self.count: dict = {}
 
 
+def handler_due(hits: int, left: int, swept: int) -> bool:
+    """Whether a template replayed ``hits`` times (at least ``HANDLE_AFTER``, or
+    ``COMPILE_AFTER``) gets a handler now, with ``left`` bindings of the block left to
+    sweep and ``swept`` swept: once it is compiled, or when the bindings left should
+    replay it ``PAYBACK`` times at the rate so far."""
+    return hits >= rule_templates.COMPILE_AFTER or hits * left >= PAYBACK * swept
+
+
 def _unhandled(tr, v, msg, value, msgs, bindings, k) -> bool:
     return False  # the sweep keys the call itself
 
@@ -69,7 +84,7 @@ def add_handler(handlers: Handlers, template: Template, binding: Binding, msg: V
                 inputs: list, positions: list, add_vars) -> None:
     """Build the handler of ``template`` from ``binding``, the call (with cotangent
     ``msg``, template inputs ``inputs`` and linear operand positions ``positions``) whose
-    replay compiled it, and put it last among its op's ``handlers``. ``add_vars(builder,
+    replay it is, and put it last among its op's ``handlers``. ``add_vars(builder,
     a, b)`` emits the sum of two variables."""
     if id(template) in handlers.built:
         return
