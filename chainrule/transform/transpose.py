@@ -492,7 +492,7 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
                 others.append(copied)
         ct = Var("cotangent", fn.ret_type)
         trace.builder.params = others + [ct]
-        tr.fixed.update(others + [ct])
+        tr.fixed.add(ct)  # and the copied parameters, with the coefficients (in subst)
         tr.coefficients(coefficients, known=True)
         msgs = tr.sweep(fn.body.bindings, fn.body.result, ct, lin_params)
         for k, p in enumerate(lin_params):

@@ -121,9 +121,10 @@ def _build(template: Template, binding: Binding, msg: Var, inputs: list, positio
         attrs_guard = " or (value.attrs is not ATTRS and attrs_key(value.attrs) != AK)"
     else:
         attrs_guard = " or value.attrs"
-    # which operands are linear first: what tells most handlers of one op apart
-    flags = " or ".join(f"type(x{j}) is not Var or x{j} {'not in' if j in linear else 'in'} lin"
-                        for j in range(n)) or "False"
+    # which operands are linear first: what tells most handlers of one op apart (lin holds
+    # variables only: an operand in it is one)
+    flags = " or ".join(f"x{j} not in lin" if j in linear else
+                        f"type(x{j}) is not Var or x{j} in lin" for j in range(n)) or "False"
     lines = ["def handler(tr, v, msg, value, msgs, bindings, k):",
              "    args = value.args",
              f"    if len(args) != {n}:",
