@@ -46,7 +46,7 @@ from .rule_templates import Template
 from .transpose_keys import template_key
 from .transpose_linear import _fields, _linear_vars, _mentions
 from .transpose_names import _bound_at, _held_by_none, _unread
-from .transpose_replay import Handlers, add_handler, handler_due
+from .transpose_replay import Handlers, add_handler
 
 
 class Undefined(ArrayMethods):
@@ -171,7 +171,8 @@ class _Transposer:
         builder = self.b
         entries = self.templates.entries if self.templates is not None else None
         handlers = self.handlers
-        build_after = min(transpose_replay.HANDLE_AFTER, rule_templates.COMPILE_AFTER)
+        compile_after, payback = rule_templates.COMPILE_AFTER, transpose_replay.PAYBACK
+        build_after = min(transpose_replay.HANDLE_AFTER, compile_after)
         for k in range(len(bindings) - 1, -1, -1):
             binding = bindings[k]
             v = binding.var
@@ -200,8 +201,9 @@ class _Transposer:
                     template = entries.get(keyed[0])
                     if type(template) is Template:  # RuleTemplates.expand's common case
                         partials = template.replay(keyed[1], builder)
-                        if template.hits >= build_after and handler_due(
-                                template.hits, k, len(bindings) - k):  # a handler from now on
+                        hits = template.hits
+                        if hits >= build_after and (hits >= compile_after or hits * k >= payback
+                                                    * (len(bindings) - k)):  # see PAYBACK
                             add_handler(handlers, template, binding, msg, *keyed[1:], _add_vars)
                         args = value.args
                         for i, atom in zip(keyed[2], partials):  # _accumulate, inlined

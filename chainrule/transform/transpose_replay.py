@@ -9,7 +9,7 @@ the partials tuple, and without making a cotangent's variable twice).
 A handler is built for a template once it is compiled (``rule_templates.COMPILE_AFTER``
 replays: only long programs have one), or from its ``HANDLE_AFTER``-th replay on when
 the rest of the block should replay it often enough to pay for the handler
-(``handler_due``: building one costs what a few hundred calls through the sweep's keys
+(``PAYBACK``: building one costs what a few hundred calls through the sweep's keys
 save; a linear program repeats its few keys more often than the program it was
 linearized from). It is made from the template's own numbers and from the call whose
 replay it is, with the ops, types, attributes and constants passed as globals, never
@@ -44,12 +44,15 @@ from .. import ops
 from ..emit.trace import REBOUND
 from ..ir.nodes import Binding, Call, Var, typed_var
 from ..ir.op import attrs_key
-from . import rule_templates
 from .rule_templates import Template
 
 ADD = ops.add
 MAX_PER_OP = 8  # handlers tried per op before the sweep keys a call itself
-HANDLE_AFTER = 128  # replays of a template before it may get a handler (see above)
+# A template replayed ``hits`` times gets a handler once it is compiled (COMPILE_AFTER), or
+# from its HANDLE_AFTER-th replay on, at the k-th binding from the end of a block of n,
+# when the bindings left should replay it PAYBACK times at the rate so far:
+# ``hits * k >= PAYBACK * (n - k)`` (the sweep asks at every replay from then on)
+HANDLE_AFTER = 128
 PAYBACK = 256  # the replays (through the sweep's keys) a handler's making costs about
 
 
@@ -66,14 +69,6 @@ class Handlers(dict):
         self.built: set[int] = set()
         self.last: dict = {}
         self.count: dict = {}
-
-
-def handler_due(hits: int, left: int, swept: int) -> bool:
-    """Whether a template replayed ``hits`` times (at least ``HANDLE_AFTER``, or
-    ``COMPILE_AFTER``) gets a handler now, with ``left`` bindings of the block left to
-    sweep and ``swept`` swept: once it is compiled, or when the bindings left should
-    replay it ``PAYBACK`` times at the rate so far."""
-    return hits >= rule_templates.COMPILE_AFTER or hits * left >= PAYBACK * swept
 
 
 def _unhandled(tr, v, msg, value, msgs, bindings, k) -> bool:
