@@ -49,8 +49,8 @@ from .rule_templates import Template
 ADD = ops.add
 MAX_PER_OP = 8  # handlers tried per op before the sweep keys a call itself
 # A template replayed ``hits`` times gets a handler once it is compiled (COMPILE_AFTER), or
-# from its HANDLE_AFTER-th replay on, at the k-th binding from the end of a block of n,
-# when the bindings left should replay it PAYBACK times at the rate so far:
+# from its HANDLE_AFTER-th replay on, at binding k of a block of n (k left to sweep, n - k
+# swept), when the bindings left should replay it PAYBACK times at the rate so far:
 # ``hits * k >= PAYBACK * (n - k)`` (the sweep asks at every replay from then on)
 HANDLE_AFTER = 128
 PAYBACK = 256  # the replays (through the sweep's keys) a handler's making costs about
