@@ -30,6 +30,7 @@ from chainrule.transform.transpose import transpose
 
 # the module (``chainrule.transform.transpose`` is also the name of the function)
 transpose_module = importlib.import_module("chainrule.transform.transpose")
+transpose_replay = importlib.import_module("chainrule.transform.transpose_replay")
 
 
 def repeated(f, times=3):
@@ -65,7 +66,7 @@ def both_ways(m) -> tuple[str, str]:
 def replays(monkeypatch):
     """How many expansions were replayed (a list holding the count): counted where a
     template is walked, whichever path replays it (``RuleTemplates.expand``, or the pass
-    itself finding the template), no template being compiled here."""
+    itself finding the template), no template being compiled or given a handler here."""
     count = [0]
     walk = rule_templates.Template._walk
 
@@ -75,6 +76,7 @@ def replays(monkeypatch):
 
     monkeypatch.setattr(rule_templates.Template, "_walk", counted)
     monkeypatch.setattr(rule_templates, "COMPILE_AFTER", 10**9)
+    monkeypatch.setattr(transpose_replay, "HANDLE_AFTER", 10**9)  # no handler replays
     return count
 
 

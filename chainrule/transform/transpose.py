@@ -34,17 +34,19 @@ from ..ir.nodes import (
 )
 from ..ir.op import HANDLERS, Op
 from ..ir.types import ListType, TensorType, TupleType, has_float
-from ..ir.visitor import Mutator, block_free_vars, nested_blocks, substitute_vars, vars_used
+from ..ir.visitor import Mutator, block_free_vars, substitute_vars, vars_used
 from ..ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
 from ..rules import VJP, NoDerivative
-from . import rule_templates
+from . import rule_templates, transpose_replay
 from .adjoint import Adjoints, prune
 from .base import OptionsPass, register_pass
 from .gradient_ops import _add_vars  # the same sum; the last sum's attrs and type reused
 from .partial_eval import holds_closures, partial_eval
 from .rule_templates import Template
 from .transpose_keys import template_key
+from .transpose_linear import _fields, _linear_vars, _mentions
 from .transpose_names import _bound_at, _held_by_none, _unread
+from .transpose_replay import Handlers, add_handler
 
 
 class Undefined(ArrayMethods):
@@ -102,54 +104,6 @@ def _check_linear(binding: Binding, linear_positions: list[int]) -> None:
             f"operand(s) at position(s) {linear_positions}; the program is not linear")
 
 
-def _linear_vars(bindings, lin: set, coefficients: list | None = None) -> None:
-    """Add every variable that depends on a linear one (nested blocks included); and to
-    ``coefficients`` (when given) the bindings of ``bindings`` that do not, in order
-    (what ``_Transposer.coefficients`` copies, found without a second walk)."""
-    for b in bindings:
-        value = b.value
-        if type(value) is Call and type(value.callee) is Op:  # the common case first
-            for a in value.args:
-                if a in lin if type(a) is Var else (type(a) is Tuple and _mentions(a, lin)):
-                    lin.add(b.var)
-                    break
-            else:
-                if coefficients is not None:
-                    coefficients.append(b)
-            continue
-        if isinstance(value, While):
-            _loop_linear_vars(value, lin)
-        else:
-            for inner in nested_blocks(value):
-                _linear_vars(inner.bindings, lin)
-        if any(v in lin for v in vars_used(value)):
-            lin.add(b.var)
-        elif coefficients is not None:
-            coefficients.append(b)
-
-
-def _loop_linear_vars(loop: While, lin: set) -> None:
-    """A loop variable is linear when its initial value or its update is; an update
-    may depend on other loop variables in a chain of any length, so iterate until
-    no loop variable becomes linear (at most once per loop variable)."""
-    n = len(loop.loop_vars)
-    while True:
-        before = len(lin)
-        for lv, init, nxt in zip(loop.loop_vars, loop.init, _fields(loop.body.result, n)):
-            if _mentions(init, lin) or _mentions(nxt, lin):
-                lin.add(lv)
-        _linear_vars(loop.cond.bindings, lin)
-        _linear_vars(loop.body.bindings, lin)
-        if len(lin) == before:
-            return
-
-
-def _fields(result, n):
-    if n == 1:
-        return [result]
-    return list(result.fields) if isinstance(result, Tuple) else [None] * n
-
-
 class _Transposer:
     """Transposes blocks: coefficients (non-linear bindings) first, then the
     linear bindings in reverse, accumulating cotangents (seed 002's accMap)."""
@@ -169,6 +123,9 @@ class _Transposer:
         self.templates = (rule_templates.RuleTemplates(VJP, record_after=0)
                           if rule_templates.ENABLED else None)
         self.held: list = []  # the type objects whose identities template keys hold
+        # op -> the handlers of its compiled templates (transpose_replay.py; none while
+        # templates are disabled)
+        self.handlers = Handlers()
 
     def coefficients(self, bindings, known: bool = False) -> None:
         """Copy the bindings that are not linear (all of ``bindings`` when ``known``)."""
@@ -213,7 +170,11 @@ class _Transposer:
         msgs, lin, fixed = adj.msgs, self.lin, self.fixed
         builder = self.b
         entries = self.templates.entries if self.templates is not None else None
-        for binding in reversed(bindings):
+        handlers = self.handlers
+        compile_after, payback = rule_templates.COMPILE_AFTER, transpose_replay.PAYBACK
+        build_after = min(transpose_replay.HANDLE_AFTER, compile_after)
+        for k in range(len(bindings) - 1, -1, -1):
+            binding = bindings[k]
             v = binding.var
             msg = msgs.pop(v, None)
             if msg is None or v not in lin:
@@ -231,12 +192,19 @@ class _Transposer:
                     msg = self.name_cotangent(v, msg, msgs.values())
             value = binding.value
             if type(value) is Call:  # the common case first
+                handler = handlers.get(value.callee)  # an op, function or closure variable
+                if handler is not None and handler(self, v, msg, value, msgs, bindings, k):
+                    continue
                 keyed = (template_key(self, binding, msg)
                          if entries is not None and type(value.callee) is Op else None)
                 if keyed is not None:
                     template = entries.get(keyed[0])
                     if type(template) is Template:  # RuleTemplates.expand's common case
                         partials = template.replay(keyed[1], builder)
+                        hits = template.hits
+                        if hits >= build_after and (hits >= compile_after or hits * k >= payback
+                                                    * (len(bindings) - k)):  # see PAYBACK
+                            add_handler(handlers, template, binding, msg, *keyed[1:], _add_vars)
                         args = value.args
                         for i, atom in zip(keyed[2], partials):  # _accumulate, inlined
                             if atom is None:
@@ -499,21 +467,16 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
     """Add ``<func>_transpose`` (see the module docstring); ``linear`` names the
     parameters the function is linear in (default: all float parameters)."""
     fn = module[func]
-    closures = holds_closures(fn)
+    lin_params = _linear_params(fn, linear)
+    lin, coefficients = set(lin_params), []
+    # a function whose bindings are all op calls defines no closure (no second walk)
+    closures = not _linear_vars(fn.body.bindings, lin, coefficients) and holds_closures(fn)
     if closures:  # apply the closures whose definition is known (Relay's way)
         module = partial_eval(module)
         fn = module[func]
-    if linear is None:
-        lin_params = [p for p in fn.params if has_float(p.type)]
-    else:
-        names = [linear] if isinstance(linear, str) else list(linear)
-        lin_params = [p for p in fn.params if p.name in names]
-        if len(lin_params) != len(names):
-            raise TransposeError(f"transpose: unknown parameter(s) in {names}; parameters "
-                                 f"are {[p.name for p in fn.params]}")
-    lin = set(lin_params)
-    coefficients: list = []
-    _linear_vars(fn.body.bindings, lin, coefficients)
+        lin_params = _linear_params(fn, linear)
+        lin, coefficients = set(lin_params), []
+        _linear_vars(fn.body.bindings, lin, coefficients)
     # a function defining no closure before partial evaluation defines none after it
     for b in fn.body.bindings if closures else ():
         if isinstance(b.value, Function):
@@ -531,7 +494,7 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
                 others.append(copied)
         ct = Var("cotangent", fn.ret_type)
         trace.builder.params = others + [ct]
-        tr.fixed.update(others + [ct])
+        tr.fixed.add(ct)  # and the copied parameters, with the coefficients (in subst)
         tr.coefficients(coefficients, known=True)
         msgs = tr.sweep(fn.body.bindings, fn.body.result, ct, lin_params)
         for k, p in enumerate(lin_params):
@@ -544,10 +507,16 @@ def transpose(module: Module, func: str = "main", linear=None, name: str | None 
     return Module(funcs, module.meta)
 
 
-def _mentions(atom, lin) -> bool:
-    if isinstance(atom, Tuple):
-        return any(_mentions(f, lin) for f in atom.fields)
-    return isinstance(atom, Var) and atom in lin
+def _linear_params(fn: Function, linear) -> list[Var]:
+    """The parameters named by ``linear`` (default: all float parameters)."""
+    if linear is None:
+        return [p for p in fn.params if has_float(p.type)]
+    names = [linear] if isinstance(linear, str) else list(linear)
+    lin_params = [p for p in fn.params if p.name in names]
+    if len(lin_params) != len(names):
+        raise TransposeError(f"transpose: unknown parameter(s) in {names}; parameters "
+                             f"are {[p.name for p in fn.params]}")
+    return lin_params
 
 
 class Transpose(OptionsPass):
