@@ -196,3 +196,18 @@ def repeated(f, times=3):
             total = total + cnp.sum(out * w)
         return total
     return loss
+
+
+def transposed_text(m) -> str:
+    """The transpose of ``m``'s linearized tangent program, verified, as text."""
+    import chainrule as cr
+    from chainrule.transform.linearize import linearize
+    from chainrule.transform.transpose import transpose
+
+    lin = linearize(m, "main")
+    tangent = lin["main_tangent"]
+    n_res = len(tangent.params) - len(m["main"].params)
+    names = [p.name for p in tangent.params[n_res:]]
+    out = transpose(lin, "main_tangent", linear=names)
+    cr.verify(out)
+    return str(out["main_tangent_transpose"])

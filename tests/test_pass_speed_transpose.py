@@ -12,7 +12,7 @@ import importlib
 
 import numpy as np
 import pytest
-from op_catalog import CATALOG
+from op_catalog import CATALOG, repeated, transposed_text
 
 import chainrule as cr
 import chainrule.numpy as cnp
@@ -31,29 +31,6 @@ from chainrule.transform.transpose import transpose
 # the module (``chainrule.transform.transpose`` is also the name of the function)
 transpose_module = importlib.import_module("chainrule.transform.transpose")
 transpose_replay = importlib.import_module("chainrule.transform.transpose_replay")
-
-
-def repeated(f, times=3):
-    """A loss applying ``f`` ``times`` times: every key of its transposition repeats, so
-    later copies are replayed."""
-    def loss(*a):
-        total = 0.0
-        for k in range(times):
-            out = f(*a)
-            w = np.linspace(0.5, 1.5, np.size(out)).reshape(np.shape(out)) + k
-            total = total + cnp.sum(out * w)
-        return total
-    return loss
-
-
-def transposed_text(m) -> str:
-    lin = linearize(m, "main")
-    tangent = lin["main_tangent"]
-    n_res = len(tangent.params) - len(m["main"].params)
-    names = [p.name for p in tangent.params[n_res:]]
-    out = transpose(lin, "main_tangent", linear=names)
-    cr.verify(out)
-    return str(out["main_tangent_transpose"])
 
 
 def both_ways(m) -> tuple[str, str]:

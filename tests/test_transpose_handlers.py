@@ -11,29 +11,24 @@ import importlib
 
 import numpy as np
 import pytest
-from op_catalog import CATALOG
+from op_catalog import CATALOG, repeated, transposed_text
 
 import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule.ir import OPS, TensorType
 from chainrule.ir.nodes import Binding, Block, Call, Function, Module, Var
 from chainrule.transform import rule_templates
-from chainrule.transform.linearize import linearize
 from chainrule.transform.transpose import transpose
 
 transpose_module = importlib.import_module("chainrule.transform.transpose")
 transpose_replay = importlib.import_module("chainrule.transform.transpose_replay")
 
 
-def transposed_tangent(m) -> str:
-    """The transpose of ``m``'s linearized tangent program, verified, as text."""
-    lin = linearize(m, "main")
-    tangent = lin["main_tangent"]
-    n_res = len(tangent.params) - len(m["main"].params)
-    names = [p.name for p in tangent.params[n_res:]]
-    out = transpose(lin, "main_tangent", linear=names)
+def transposed_main(m) -> str:
+    """The transpose of ``m``'s ``main`` in ``x``, verified, as text."""
+    out = transpose(m, "main", linear=["x"])
     cr.verify(out)
-    return str(out["main_tangent_transpose"])
+    return str(out["main_transpose"])
 
 
 def both_ways(make) -> tuple[str, str]:
@@ -82,20 +77,9 @@ def long_chain(n: int):
 
 def test_a_long_program_at_the_default_thresholds(handled):
     m = cr.trace(long_chain(4000), np.zeros(3), np.full(3, 0.5))
-    plain, handled_text = both_ways(lambda: transposed_tangent(m))
+    plain, handled_text = both_ways(lambda: transposed_text(m))
     assert handled_text == plain
     assert handled[0] > 1000
-
-
-def repeated(f, times=3):
-    def loss(*a):
-        total = 0.0
-        for k in range(times):
-            out = f(*a)
-            w = np.linspace(0.5, 1.5, np.size(out)).reshape(np.shape(out)) + k
-            total = total + cnp.sum(out * w)
-        return total
-    return loss
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
@@ -103,13 +87,13 @@ def test_every_op_with_handlers(name, compile_at_once):
     f, args = CATALOG[name]
     m = cr.trace(repeated(f), *args)
     try:
-        plain = transposed_tangent(m)
+        plain = transposed_text(m)
     except cr.ChainruleError as exc:  # not linearizable: the same error both ways
         with rule_templates.disabled(), pytest.raises(type(exc)):
-            transposed_tangent(m)
+            transposed_text(m)
         return
     with rule_templates.disabled():
-        assert transposed_tangent(m) == plain
+        assert transposed_text(m) == plain
 
 
 def mixed(x, y):
@@ -134,7 +118,7 @@ def loops(x, y):
 def test_attributes_aliases_and_nested_blocks(f, compile_at_once, handled):
     m = cr.trace(f, np.linspace(-1, 1, 6).reshape(2, 3) if f is mixed else
                  np.linspace(-1, 1, 3), np.full(3, 0.5))
-    plain, handled_text = both_ways(lambda: transposed_tangent(m))
+    plain, handled_text = both_ways(lambda: transposed_text(m))
     assert handled_text == plain
     assert handled[0] > 20
 
@@ -169,17 +153,12 @@ def test_aliased_operands_and_repeated_reads(wait, monkeypatch, handled):
     monkeypatch.setattr(rule_templates, "COMPILE_AFTER", wait)
     m = cr.parse(aliased_program(700))
 
-    def make():
-        out = transpose(m, "main", linear=["x"])
-        cr.verify(out)
-        return str(out["main_transpose"])
-
-    plain, handled_text = both_ways(make)
+    plain, handled_text = both_ways(lambda: transposed_main(m))
     assert handled_text == plain
     assert handled[0] > 1000
     # cotangents named where they are bound, or all at the end: the same text
     monkeypatch.setattr(transpose_module, "_bound_at", lambda frame, var: -1)
-    assert make() == plain
+    assert transposed_main(m) == plain
 
 
 def shared_type_program(make_call, n: int = 60) -> Module:
@@ -212,12 +191,7 @@ def test_calls_told_apart_by_attributes_or_aliasing(case, compile_at_once, handl
     m = shared_type_program(ALIKE[case])
     cr.verify(m)
 
-    def make():
-        out = transpose(m, "main", linear=["x"])
-        cr.verify(out)
-        return str(out["main_transpose"])
-
-    plain, handled_text = both_ways(make)
+    plain, handled_text = both_ways(lambda: transposed_main(m))
     assert handled_text == plain
     assert handled[0] > 40
 
@@ -238,11 +212,6 @@ def test_calls_told_apart_by_an_operand_type(compile_at_once, handled):
     m = Module({"main": Function([c, x], Block(bindings, prev), t)})
     cr.verify(m)
 
-    def make():
-        out = transpose(m, "main", linear=["x"])
-        cr.verify(out)
-        return str(out["main_transpose"])
-
-    plain, handled_text = both_ways(make)
+    plain, handled_text = both_ways(lambda: transposed_main(m))
     assert handled_text == plain
     assert handled[0] > 40

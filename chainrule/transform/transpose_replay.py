@@ -24,8 +24,9 @@ the last one back to the sweep (``False``), which keys it as before. So a handle
 exactly for the calls whose key is its template's, and makes the IR the sweep makes for
 them:
 
-- the steps are the template's, each result a ``typed_var`` named ``lvN`` from the
-  reserved numbers (the template's types were checked when it was recorded);
+- the steps are the template's (``rule_templates.step_lines``), each result named
+  ``lvN`` from the reserved numbers (the template's types were checked when it was
+  recorded);
 - a result is added to the cotangent of its linear operand in operand order, as the
   sweep does: set when the operand has none yet, else summed (``gradient_ops._add_vars``
   for two variables, ``Builder.call`` of ``add`` otherwise);
@@ -42,9 +43,9 @@ from __future__ import annotations
 
 from .. import ops
 from ..emit.trace import REBOUND
-from ..ir.nodes import Binding, Call, Var, typed_var
+from ..ir.nodes import Binding, Var
 from ..ir.op import attrs_key
-from .rule_templates import Template
+from .rule_templates import Template, step_globals, step_lines
 
 ADD = ops.add
 MAX_PER_OP = 8  # handlers tried per op before the sweep keys a call itself
@@ -105,11 +106,9 @@ def _build(template: Template, binding: Binding, msg: Var, inputs: list, positio
     n = len(args)
     linear = set(positions)
     fail = "return link[0](tr, v, msg, value, msgs, bindings, k)"
-    env = {"Var": Var, "Binding": Binding, "Call": Call, "new_call": Call.__new__,
-           "new_binding": Binding.__new__,
-           "new_var": typed_var, "add_vars": add_vars, "ADD": ADD, "REBOUND": REBOUND,
-           "attrs_key": attrs_key, "link": link,
-           "VT": binding.var.type, "MT": msg.type, "ATTRS": value.attrs}
+    env = step_globals()
+    env.update({"add_vars": add_vars, "ADD": ADD, "REBOUND": REBOUND, "attrs_key": attrs_key,
+                "link": link, "VT": binding.var.type, "MT": msg.type, "ATTRS": value.attrs})
     attrs_guard = ""
     if value.attrs:  # the key holds the attributes' exact key
         env["AK"] = attrs_key(value.attrs)
@@ -181,12 +180,8 @@ def _build(template: Template, binding: Binding, msg: Var, inputs: list, positio
         name = f'f"lv{{c + {offset}}}"'
         if j in named:
             name = f'f"{{x{named[j]}.name}}_ct" if fresh{named[j]} else {name}'
-        lines += [f"    s{j} = new_var({name}, t{j})",
-                  "    call = new_call(Call)",
-                  f"    call.callee, call.args, call.attrs = op{j}, ({operands}), a{j}",
-                  "    bound = new_binding(Binding)",
-                  f"    bound.var, bound.value = s{j}, call",
-                  "    emit(bound)"]
+        lines += step_lines(j, name, operands)
+        lines.append(f"    emit(b{j})")
     for p, ref in zip(positions, outs):
         if ref is None:
             continue
