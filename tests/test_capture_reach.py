@@ -116,3 +116,18 @@ def test_an_array_deeper_than_the_walks_bound_along_what_the_code_names():
     assert f(np.ones(2)) == 6.0 and np.allclose(g(x), 3 * np.cos(x))
     root.a.b["c"][0].d.W = np.full(2, -1.0)  # rebound
     assert f(np.ones(2)) == -2.0 and np.allclose(g(x), -np.cos(x))
+
+
+def test_a_list_of_numbers_guarded_whole_sees_each_entry_change():
+    """A list of more than WHOLE_AFTER numbers is one guard (one comparison per call, not
+    one path per entry): every entry's change is still seen."""
+    from chainrule.frontend.capture import WHOLE_AFTER
+
+    coefficients = [float(k) for k in range(WHOLE_AFTER + 4)]
+    f = cr.jit(lambda x: x * coefficients[3] + coefficients[-1])
+    x = np.ones(2)
+    for k in (3, len(coefficients) - 1):
+        expected = coefficients[3] + coefficients[-1]
+        assert f(x)[0] == expected
+        coefficients[k] = -2.5
+        assert f(x)[0] == coefficients[3] + coefficients[-1]

@@ -54,6 +54,7 @@ MAX_DEPTH = 4  # object hops from a root, any attribute or entry
 # containers): model.layers[0].weights.W is six deep
 MAX_NAMED_DEPTH = 12
 MAX_ITEMS = 1024  # entries of a container or attributes of an object visited
+WHOLE_AFTER = 16  # entries from which a sequence of numbers is guarded whole (one check)
 _SCALARS = (bool, int, float, complex, np.generic)
 _SEQUENCES = (list, tuple, collections.deque, array.array)
 
@@ -381,7 +382,7 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         found.layouts.append((path, _layout(value)))
         found.contents[id(path)] = (value, dict(value))
         items = list(value.items())
-        if len(items) > MAX_ITEMS:
+        if len(items) > WHOLE_AFTER:
             if all(_is_number(v) for _, v in items):  # guarded whole, by value
                 found.numbers.append((path, tuple(items)))
                 return
@@ -393,7 +394,7 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
     elif isinstance(value, _SEQUENCES):  # and their subclasses (a namedtuple)
         found.layouts.append((path, _layout(value)))
         found.contents[id(path)] = (value, value if isinstance(value, tuple) else list(value))
-        if t is array.array or len(value) > MAX_ITEMS:
+        if t is array.array or len(value) > WHOLE_AFTER:
             if all(_is_number(v) for v in value):  # guarded whole, every entry by value
                 found.numbers.append((path, tuple(value)))
                 return
@@ -557,8 +558,9 @@ def _number_value(value):
 
 
 def _same_number(a, b) -> bool:
-    if isinstance(a, tuple):
-        return len(a) == len(b) and all(_same_number(x, y) for x, y in zip(a, b))
+    if isinstance(a, tuple):  # the same objects (a container unchanged) at C speed first
+        return len(a) == len(b) and (all(map(operator.is_, a, b)) or all(
+            _same_number(x, y) for x, y in zip(a, b)))
     if a != a and b != b:  # both NaN
         return True
     return a == b and (not isinstance(a, float) or np.signbit(a) == np.signbit(b))
