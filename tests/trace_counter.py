@@ -1,22 +1,21 @@
 """A counter of traces (or calls) that a traced function may tick without changing
-what it reads: its count is in an ``array.array``, which capture does not follow. A
-function that changes a number or a list it reads runs uncompiled at every call (the
-change would not be repeated by compiled code: ``frontend/capture.py``)."""
+what it reads: its count is in the bytes of a ``bytearray``, which capture does not
+follow (it follows numbers, sequences of numbers, ``array.array`` included, and
+arrays). A function that changes a number or a list it reads runs uncompiled at every
+call (the change would not be repeated by compiled code: ``frontend/capture.py``)."""
 
 from __future__ import annotations
-
-import array
 
 
 class Counter:
     def __init__(self):
-        self._count = array.array("q", [0])
+        self._count = bytearray(8)
 
     def tick(self) -> None:
-        self._count[0] += 1
+        self._count[:] = (self.traces + 1).to_bytes(8, "little")
 
     @property
     def traces(self) -> int:
-        return self._count[0]
+        return int.from_bytes(self._count, "little")
 
     n = traces
