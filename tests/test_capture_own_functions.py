@@ -76,3 +76,19 @@ def test_an_array_reached_through_a_list_of_chainrule_and_user_functions():
     assert np.isclose(f(x), expected())
     direct = cr.grad(lambda v: cnp.sum(cnp.tanh(cnp.sin(v) * W)))(x)
     assert np.allclose(cr.grad(f)(x), direct)
+
+
+def _reads_weights(x):
+    return x * WEIGHTS  # noqa: F821 - a global of the namespace the test gives it
+
+
+def test_a_function_of_a_copy_of_a_chainrule_namespace_is_walked():
+    """A doctest of a chainrule module runs in a copy of the module's namespace: its
+    functions name the module but are the user's (a random draw in one was made once)."""
+    import types
+
+    weights = np.ones(2)
+    namespace = {"__name__": "chainrule.numpy", "WEIGHTS": weights}
+    g = types.FunctionType(_reads_weights.__code__, namespace)
+    assert not _own_function(g)
+    assert id(weights) in sources(g).arrays

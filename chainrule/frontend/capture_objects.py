@@ -4,6 +4,7 @@ function is one of chainrule's own (read only for chainrule's state, not walked)
 
 from __future__ import annotations
 
+import sys
 import types
 
 from ..ir.op import Op
@@ -70,9 +71,13 @@ def _own_function(fn, depth: int = 0) -> bool:
     ops, names and other such functions: all it reads is chainrule's state, never a
     user's array (a function chainrule made around a user's, ``grad(f)``'s, holds that
     function in a cell, and is followed)."""
-    module = fn.__module__
+    namespace = fn.__globals__  # the module it was defined in (not the one it names)
+    module = namespace.get("__name__")
     if depth > 2 or not (type(module) is str and module.startswith("chainrule.")):
         return False
+    own = sys.modules.get(module)
+    if own is None or vars(own) is not namespace:
+        return False  # not chainrule's module itself (a doctest's copy of its namespace)
     try:
         cells = [cell.cell_contents for cell in fn.__closure__ or ()]
     except ValueError:  # an empty cell: followed as any function is
