@@ -2,8 +2,9 @@
 (chainrule/frontend/capture.py), where the walk did not reach before: an
 ``array.array``, a list, tuple, deque or dict of numbers longer than the walk's
 per-container bound (guarded whole, by value: a sign of zero and a NaN included),
-arrays past that bound, and an array six attribute and item steps deep. Each of these
-gave the first call's numbers again, silently."""
+arrays past that bound, an array six attribute and item steps deep, and arrays of other
+classes (``np.memmap``, ``np.matrix``, masked arrays, subclasses, a ``memoryview``).
+Each of these gave the first call's numbers again, silently."""
 
 from __future__ import annotations
 
@@ -131,3 +132,34 @@ def test_a_list_of_numbers_guarded_whole_sees_each_entry_change():
         assert f(x)[0] == expected
         coefficients[k] = -2.5
         assert f(x)[0] == coefficients[3] + coefficients[-1]
+
+
+class _Tagged(np.ndarray):
+    """A user's ndarray subclass."""
+
+
+def _kinds(tmp_path):
+    memmap = np.memmap(tmp_path / "w.dat", dtype=float, mode="w+", shape=(3,))
+    memmap[:] = 1.0
+    return {"memmap": memmap, "subclass": np.ones(3).view(_Tagged),
+            "masked": np.ma.masked_array(np.ones(3), mask=[False] * 3),
+            "matrix": np.matrix(np.ones(3)), "memoryview": memoryview(np.ones(3))}
+
+
+@pytest.mark.parametrize("kind", ["memmap", "subclass", "masked", "matrix", "memoryview"])
+def test_an_array_of_another_class_changed_in_place_is_seen(kind, tmp_path):
+    """A np.memmap is an input as an array is; the other classes (and a memoryview) are
+    guarded by value: a change in place retraces. Each gave the first call's values."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)  # np.matrix
+        W = _kinds(tmp_path)[kind]
+        f = cr.jit(lambda x: cnp.sum(x * cnp.asarray(W)))
+        g = cr.grad(lambda x: cnp.sum(cnp.sin(x) * cnp.asarray(W)))
+        x = np.array([0.5, -1.0, 2.0])
+        for value in (1.0, 5.0, -2.0):
+            view = np.asarray(W).reshape(3)
+            view[0] = value
+            assert np.isclose(f(x), np.sum(x * view))
+            assert np.allclose(g(x), np.cos(x) * view)

@@ -42,9 +42,13 @@ import numpy as np
 
 from ..errors import ConcretizationError
 from .capture_objects import (
+    _SCALARS,
+    ArrayValues,
     _attributes,
     _class_attribute,
     _inherited_attribute,
+    _is_number,
+    _number_value,
     _own_function,
     _slots,
 )
@@ -55,7 +59,6 @@ MAX_DEPTH = 4  # object hops from a root, any attribute or entry
 MAX_NAMED_DEPTH = 12
 MAX_ITEMS = 1024  # entries of a container or attributes of an object visited
 WHOLE_AFTER = 16  # entries from which a sequence of numbers is guarded whole (one check)
-_SCALARS = (bool, int, float, complex, np.generic)
 _SEQUENCES = (list, tuple, collections.deque, array.array)
 
 
@@ -257,7 +260,9 @@ class Found:
                 old.clear()
                 (old.update if isinstance(old, dict) else old.extend)(copy)
         try:
-            if path.fetch() is not old:
+            if type(old) is ArrayValues:  # an array guarded by value: its values back
+                old.put_back(path.fetch())
+            elif path.fetch() is not old:
                 path.assign(old)
         except _Missing:
             pass
@@ -334,7 +339,7 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         value = found.originals[id(value)]
         found.via_stand_in.add(id(value))
     t = type(value)
-    if t is np.ndarray:
+    if t is np.ndarray or t is np.memmap:
         found.arrays.setdefault(id(value), path)
         found.aliases.setdefault(id(value), []).append(path)
         found.values[id(value)] = value
@@ -342,6 +347,9 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
     if isinstance(value, _SCALARS) or (t is tuple and value and len(value) <= MAX_ITEMS
                                        and all(isinstance(v, _SCALARS) for v in value)):
         found.numbers.append((path, value))
+        return
+    if isinstance(value, np.ndarray) or t is memoryview:  # np.matrix, a masked array...
+        found.numbers.append((path, ArrayValues(value)))  # guarded by value, exactly
         return
     if isinstance(value, (np.random.RandomState, np.random.Generator, random.Random)):
         if all(g is not value for _, g in found.generators):
@@ -500,6 +508,8 @@ class Capture:
         """The array at the path now, or ``_Missing`` when the program must be traced
         again (the path fails, or the array has another shape or dtype)."""
         value = self.path.fetch()
+        if type(value) is np.memmap:  # a file's array: the program takes it as one
+            value = value.view(np.ndarray)
         if type(value) is not np.ndarray or value.shape != self.shape or (
                 value.dtype != self.dtype):
             raise _Missing(self.path.describe())
@@ -541,20 +551,6 @@ class Guards:
 
     def __bool__(self) -> bool:
         return bool(self.captures or self.numbers or self.pinned or self.layouts)
-
-
-def _is_number(v) -> bool:
-    """A number, or a tuple of numbers: what a guard compares by value."""
-    return isinstance(v, _SCALARS) or (type(v) is tuple and all(isinstance(x, _SCALARS)
-                                                                for x in v))
-
-
-def _number_value(value):
-    """What a number guard compares: the value, or the entries of a container guarded
-    whole (a long one of numbers, an ``array.array``) as a tuple (a dict's items)."""
-    if isinstance(value, (list, collections.deque, array.array)):
-        return tuple(value)
-    return tuple(value.items()) if isinstance(value, dict) else value
 
 
 def _same_number(a, b) -> bool:

@@ -4,10 +4,48 @@ function is one of chainrule's own (read only for chainrule's state, not walked)
 
 from __future__ import annotations
 
+import array
+import collections
 import sys
 import types
 
+import numpy as np
+
 from ..ir.op import Op
+
+
+class ArrayValues:
+    """What a guard keeps of an array it does not take as an input (an ndarray subclass
+    other than ``np.memmap``: ``np.matrix``, a masked array; a ``memoryview``): its
+    class, shape, dtype, bytes and mask, compared exactly (a sign of zero, a NaN's
+    bits), so a change in place retraces."""
+
+    __slots__ = ("kind", "data", "mask")
+
+    def __init__(self, value):
+        self.kind = type(value)
+        self.data = np.array(np.ma.getdata(value), copy=True)
+        self.mask = (np.ma.getmaskarray(value).copy()
+                     if isinstance(value, np.ma.MaskedArray) else None)
+
+    def __eq__(self, other) -> bool:
+        return (type(other) is ArrayValues and self.kind is other.kind
+                and self.data.shape == other.data.shape
+                and self.data.dtype == other.data.dtype
+                and self.data.tobytes() == other.data.tobytes()
+                and (self.mask is None) == (other.mask is None)
+                and (self.mask is None or bool(np.array_equal(self.mask, other.mask))))
+
+    __hash__ = None  # compared, never a key
+
+    def put_back(self, value) -> None:
+        """Write these values back into ``value`` (what tracing changed in place)."""
+        np.asarray(np.ma.getdata(value))[...] = self.data
+        if self.mask is not None:
+            value.mask = self.mask
+
+    def __repr__(self) -> str:
+        return f"<{self.kind.__name__} {self.data.dtype}{list(self.data.shape)}>"
 
 
 def _inherited_attribute(holder, key: str) -> bool:
@@ -87,3 +125,23 @@ def _own_function(fn, depth: int = 0) -> bool:
 
 
 _OWN_CELLS = (Op, str, int, bool, type(None))
+
+
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
+def _is_number(v) -> bool:
+    """A number, or a tuple of numbers: what a guard compares by value."""
+    return isinstance(v, _SCALARS) or (type(v) is tuple and all(isinstance(x, _SCALARS)
+                                                                for x in v))
+
+
+def _number_value(value):
+    """What a number guard compares: the value, or the entries of a container guarded
+    whole (a long one of numbers, an ``array.array``) as a tuple (a dict's items)."""
+    if isinstance(value, (list, collections.deque, array.array)):
+        return tuple(value)
+    if isinstance(value, np.ndarray) and type(value) is not np.ndarray or (
+            type(value) is memoryview):
+        return ArrayValues(value)
+    return tuple(value.items()) if isinstance(value, dict) else value
