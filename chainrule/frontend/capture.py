@@ -532,7 +532,9 @@ class Guards:
         """The current hidden inputs; raises ``Stale`` when a guard fails."""
         try:
             for path, value in self.numbers:
-                now = _number_value(path.fetch())
+                now = path.fetch()
+                if type(now) is not type(value):  # a container or an array guarded whole
+                    now = _number_value(now)
                 if type(now) is not type(value) or not _same_number(now, value):
                     raise Stale(f"{path.describe()} changed from {value!r} to {now!r}")
             for path, value in self.pinned:
