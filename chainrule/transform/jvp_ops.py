@@ -121,24 +121,12 @@ def _general_forward(sweep: _ForwardSweep, binding: Binding) -> None:
     olds = call.args
     var = binding.var
     builder = sweep.b
-    n = len(olds)
     # the copy of an op call (Mutator.copy_op_call, inlined), from the substituted
-    # operands the template key reads too
-    if n == 2 and type(olds[0]) is Var and type(olds[1]) is Var:
-        x, y = olds
-        a, b = subst.get(x, x), subst.get(y, y)
-        args = (a, b)
-        plain, same = True, a.type is x.type and b.type is y.type
-    elif n == 1 and type(olds[0]) is Var:
-        x = olds[0]
-        a = subst.get(x, x)
-        args = (a,)
-        plain, same = True, a.type is x.type
-    else:
-        plain = Tuple not in map(type, olds)  # atoms only: looked up directly
-        args = (tuple(map(subst.get, olds, olds)) if plain
-                else tuple([copy.atom(a) for a in olds]))
-        same = plain and all([new.type is old.type for new, old in zip(args, olds)])
+    # operands the template key reads too (calls of variables: ``_var_forward``)
+    plain = Tuple not in map(type, olds)  # atoms only: looked up directly
+    args = (tuple(map(subst.get, olds, olds)) if plain
+            else tuple([copy.atom(a) for a in olds]))
+    same = plain and all([new.type is old.type for new, old in zip(args, olds)])
     if same:  # the operands keep their types, so does the result (no inference)
         new = _new_node(Var)
         _var_name(new, var.name or builder.fresh_name())

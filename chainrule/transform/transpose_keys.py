@@ -49,39 +49,18 @@ def template_key(tr: _Transposer, binding: Binding, msg) -> tuple | None:
         return None
     args = value.args
     n = len(args)
-    if n == 2 or n == 1:
-        # _operand, inlined (most of a linear program): the operand as the transposed
-        # program names it, whether it is linear, its type's identity
-        lin, subst = tr.lin, tr.copy.subst
-        a = args[0]
-        if type(a) is not Var:
+    if n == 2 or n == 1:  # most of a linear program: keyed without building a list
+        a, a_lin, ka = _operand(tr, args[0])
+        if a is None:
             return None
-        a_lin = a in lin
-        if not a_lin:
-            a = subst.get(a, a)
-            if type(a) is not Var:
-                return None
-        ka = a.type
-        if type(ka) is not TensorType:
-            return None
-        ka = id(ka)
         if n == 1:
             if a_lin:
                 return (callee, ak, id(vt), id(mt), -1, ka), [msg], [0]
             key = (callee, ak, id(vt), id(mt), ka)
             return (key + ((0, 0),) if a is msg else key), [msg, a], []
-        b = args[1]
-        if type(b) is not Var:
+        b, b_lin, kb = _operand(tr, args[1])
+        if b is None:
             return None
-        b_lin = b in lin
-        if not b_lin:
-            b = subst.get(b, b)
-            if type(b) is not Var:
-                return None
-        kb = b.type
-        if type(kb) is not TensorType:
-            return None
-        kb = id(kb)
         if a_lin:
             if b_lin:
                 return (callee, ak, id(vt), id(mt), -1, ka, -1, kb), [msg], [0, 1]
