@@ -13,15 +13,7 @@ from __future__ import annotations
 from ..ir.builder import Builder
 from ..ir.collector import collector_paused
 from ..ir.infer import arg_type
-from ..ir.nodes import (
-    Binding,
-    Block,
-    Call,
-    Function,
-    Module,
-    Tuple,
-    Var,
-)
+from ..ir.nodes import Binding, Block, Call, Function, Module, Tuple, Var
 from ..ir.op import Op
 from ..ir.types import TensorType
 from ..ir.visitor import Mutator, substitute_vars, vars_used
