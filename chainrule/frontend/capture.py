@@ -390,25 +390,17 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         found.layouts.append((path, _layout(value)))
         found.contents[id(path)] = (value, dict(value))
         items = list(value.items())
-        if len(items) > WHOLE_AFTER:
-            if all(_is_number(v) for _, v in items):  # guarded whole, by value
-                found.numbers.append((path, tuple(items)))
-                return
-            for k, v in items[MAX_ITEMS:]:
-                if type(v) is np.ndarray:  # past the entries walked: its arrays still
-                    _visit(v, path.child("item", k), found, depth + 1, names)
+        if len(items) > WHOLE_AFTER and _guarded_whole(items, tuple(items), path, found,
+                                                       depth, names):
+            return
         for k, v in items[:MAX_ITEMS]:
             _visit(v, path.child("item", k), found, depth + 1, names)
     elif isinstance(value, _SEQUENCES):  # and their subclasses (a namedtuple)
         found.layouts.append((path, _layout(value)))
         found.contents[id(path)] = (value, value if isinstance(value, tuple) else list(value))
-        if t is array.array or len(value) > WHOLE_AFTER:
-            if all(_is_number(v) for v in value):  # guarded whole, every entry by value
-                found.numbers.append((path, tuple(value)))
-                return
-            for i, v in enumerate(itertools.islice(value, MAX_ITEMS, None), MAX_ITEMS):
-                if type(v) is np.ndarray:  # past the entries walked: its arrays still
-                    _visit(v, path.child("item", i), found, depth + 1, names)
+        if (t is array.array or len(value) > WHOLE_AFTER) and _guarded_whole(
+                list(enumerate(value)), tuple(value), path, found, depth, names):
+            return
         for i, v in enumerate(itertools.islice(value, MAX_ITEMS)):
             _visit(v, path.child("item", i), found, depth + 1, names)
     elif type(value).__module__.startswith("chainrule."):
@@ -438,6 +430,20 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         if isinstance(call, types.FunctionType):
             _visit(call, Path(_const_root(call), (), f"{type(value).__name__}.__call__"),
                    found, depth + 1, names)
+
+
+def _guarded_whole(entries: list, snapshot: tuple, path: Path, found: Found, depth: int,
+                   names) -> bool:
+    """A long container's (key, entry) pairs: when every entry is a number, one guard
+    compares the whole ``snapshot`` by value (True: nothing more to walk); else the
+    arrays past the entries walked one by one are still followed (False)."""
+    if all(_is_number(v) for _, v in entries):
+        found.numbers.append((path, snapshot))
+        return True
+    for k, v in entries[MAX_ITEMS:]:
+        if type(v) is np.ndarray:
+            _visit(v, path.child("item", k), found, depth + 1, names)
+    return False
 
 
 def _named_step(path: Path, names) -> bool:
