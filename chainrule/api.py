@@ -44,6 +44,7 @@ from .errors import (
     CompiledHigherOrderError,
     ConcretizationError,
     GradientError,
+    RecordedValueError,
 )
 from .frontend.capture import Stale, Unrepeatable
 from .frontend.polymorphic import specs_of as _polymorphic
@@ -139,7 +140,8 @@ class _Transform:
         """Run on the tape (or, for jit, uncompiled) from now on for these argument
         types; say once why, when the reason is not Python control flow on values
         (the tape's ordinary use)."""
-        self.uncompiled.add(self._signature(call))
+        if not isinstance(exc, RecordedValueError):  # that one lasts only while the tape
+            self.uncompiled.add(self._signature(call))  # tensor is read: not remembered
         if isinstance(exc, Unrepeatable) and not self.warned:
             self.warned = True
             warnings.warn(f"{self.__name__}: not compiled, runs uncompiled at every call "
@@ -167,28 +169,30 @@ class _Transform:
                         result = Allocated(result)  # fresh arrays: own() copies none
                     return entry.finish(result, args)
         call = self.bind(args, kwargs)
-        if self.on_tape is not None and self.fallback_for is not Unrepeatable and any(
+        if self.on_tape is not None and any(
                 getattr(x, "requires_grad", False) for x in call.flat()[0]):
             return self.on_tape(call)  # called on tape tensors: record on that tape
         if self.uncompiled and self._signature(call) in self.uncompiled:
             return self.on_tape(call)
         try:
-            entry, leaves = self.specialize(call)
-            result = entry.run(leaves)
+            try:
+                entry, leaves = self.specialize(call)
+                result = entry.run(leaves)
+            except Stale:
+                # what the function reads from outside its arguments changed: trace again
+                self.forget(entry)
+                entry, leaves = self.specialize(call)
+                result = entry.run(leaves)
         except ManyStaticValues:  # a Python int changing at every call: no compiling each
             return self.on_tape(call)
         except (ConcretizationError, CompiledHigherOrderError) as exc:
-            # Python control flow on values, random draws compiled code cannot repeat, or a
-            # derivative of compiled control flow differentiated again: run it uncompiled
+            # Python control flow on values, random draws compiled code cannot repeat, a
+            # tape tensor it closes over, or a derivative of compiled control flow
+            # differentiated again: run it uncompiled
             if (self.on_tape is None or not isinstance(exc, self.fallback_for)
                     or any(isinstance(x, Traced) for x in call.flat()[0])):
                 raise
             return self._fallback(call, exc)
-        except Stale:
-            # what the function reads from outside its arguments changed: trace again
-            self.forget(entry)
-            entry, leaves = self.specialize(call)
-            result = entry.run(leaves)
         if fast is not None and len(self.fast_cache) < 64 and entry.exact_for(fast[1]):
             self.fast_cache[fast[0]] = entry
         return entry.finish(result, call.args)
@@ -350,7 +354,8 @@ def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None,
     def uncompiled(call):  # random draws compiled code cannot repeat: run f itself
         return call.fn(*call.args)
 
-    t = _Transform(f, build, "jit", uncompiled, fallback_for=Unrepeatable, statics=statics)
+    t = _Transform(f, build, "jit", uncompiled, fallback_for=(Unrepeatable, RecordedValueError),
+                   statics=statics)
     t.poly = _polymorphic(f, polymorphic_shapes, "jit")
     t.module = lambda *args, **kwargs: t.specialize(t.bind(args, kwargs))[0].module
     t.source = lambda *args, **kwargs: _source_of(t.specialize(t.bind(args, kwargs))[0])

@@ -88,7 +88,7 @@ def _jvp_on_tape(f, primals, tangents):
     reverse mode of compiled loops and branches (closures the jvp pass does not
     differentiate)."""
     from .tape.functional import watch
-    from .tape.graph import grad_tensors
+    from .tape.graph import depends_on_others, grad_tensors
     from .tape.tensor import Tensor, strict
 
     leaves, in_tree = flatten(tuple(primals))
@@ -99,6 +99,7 @@ def _jvp_on_tape(f, primals, tangents):
     with strict():
         out = f(*targs)
     out_leaves, out_tree = flatten(out)
+    nested = nested or depends_on_others(out_leaves, wrt)
     cts = [Tensor(np.zeros(o.shape, o.dtype), requires_grad=True) for o in out_leaves]
     total = None
     for o, c in zip(out_leaves, cts):

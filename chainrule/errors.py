@@ -82,6 +82,13 @@ class ConcretizationError(TraceError):
     """Python control flow (``if``, ``while``, ``float()``) on a traced value."""
 
 
+class RecordedValueError(ConcretizationError):
+    """A tape tensor that requires grad met while tracing: a traced program would hold
+    its value as a constant and lose its derivative. The transforms then run on the
+    tape instead (as for Python control flow on values), so the derivative flows;
+    elsewhere (``trace``) this error says to pass the tensor as an argument."""
+
+
 class GradientError(ChainruleError):
     """A differentiation request that cannot be honoured."""
 

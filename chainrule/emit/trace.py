@@ -26,7 +26,7 @@ import inspect
 
 import numpy as np
 
-from ..errors import TraceError, TypeInferenceError
+from ..errors import RecordedValueError, TraceError, TypeInferenceError
 from ..ir.builder import Builder
 from ..ir.dims import Dim
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
@@ -194,15 +194,20 @@ class Trace:
             return _scalar_constant(x, strong_dtypes)
         if isinstance(x, Dim):  # x.shape[0] of a symbolic array: its size, at run time
             return self._dim_value(x, weak_scalar_dtype(1, strong_dtypes))
+        value = getattr(x, "_cr_value", None)
+        if value is not None:  # a tape tensor seen while tracing: its current value,
+            if x._cr_recording:  # unless a derivative must flow through it
+                raise RecordedValueError(
+                    f"a tape tensor that requires grad (shape {x.shape}) is used by a "
+                    f"function being traced; as a constant of the program its derivative "
+                    f"would be lost: pass it as an argument, or .detach() it")
+            x = value()
         if type(x) is np.ndarray:
             hidden = self._captured(x)
             if hidden is not None:
                 return hidden
         if isinstance(x, (tuple, list)) and x and any(isinstance(e, Traced) for e in x):
             return Tuple(self.atom(e) for e in x)
-        value = getattr(x, "_cr_value", None)
-        if value is not None:  # a tape tensor seen while tracing: its current value
-            x = value()
         try:
             arr = np.asarray(x)
         except Exception as exc:  # noqa: BLE001 - any conversion failure is a user error

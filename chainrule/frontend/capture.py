@@ -289,7 +289,7 @@ def _layout(container):
 # attribute steps the walk takes itself (a bound method's self, a partial's arguments,
 # a function's defaults...): the code does not name them
 _WALK_STEPS = frozenset({"__self__", "__func__", "func", "args", "keywords", "__defaults__",
-                         "__kwdefaults__", "__wrapped__", "f"})
+                         "__kwdefaults__", "__wrapped__", "f", "_cr_recording", "data"})
 
 
 def _read_by_code(path: Path, names: set) -> bool:
@@ -403,6 +403,11 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
             return
         for i, v in enumerate(itertools.islice(value, MAX_ITEMS)):
             _visit(v, path.child("item", i), found, depth + 1, names)
+    elif hasattr(t, "_cr_recording"):
+        # a tape tensor: its array is an input like any other, and whether derivatives
+        # flow through it decides whether a compiled program may stand for the function
+        found.numbers.append((path.child("attr", "_cr_recording"), value._cr_recording))
+        _visit(value.data, path.child("attr", "data"), found, depth + 1, names)
     elif type(value).__module__.startswith("chainrule."):
         # a transformed function (grad(f), jit(f), ...): what matters is the user's f
         try:  # not getattr: a class's __getattr__ may raise anything (a traced generator)

@@ -9,7 +9,7 @@ import numpy as np
 from .. import numpy as cnp
 from ..errors import OutputTypeError
 from ..tree import flatten, unflatten
-from .graph import grad_tensors
+from .graph import depends_on_others, grad_tensors
 from .tensor import Tensor, strict
 
 
@@ -52,15 +52,19 @@ def value_and_grad_on_tape(f, args, wanted_leaves: set[int], has_aux: bool,
     if np.dtype(dtype).kind == "c" and not holomorphic:
         raise OutputTypeError("grad of a complex-valued function: pass holomorphic=True for the "
                             "complex derivative f'(z), or differentiate a real loss")
+    # a function of tensors of an enclosing derivative (closed over, or passed in):
+    # its results stay recorded, so that derivative flows through them
+    nested = nested or depends_on_others(flatten((value, aux))[0], wrt)
     grads = grad_tensors(value, wrt, create_graph=nested)
     value = value if nested or not isinstance(value, Tensor) else value.value()
-    return value, _plain(aux, nested), grads
+    return value, _plain(aux, nested), _plain(grads, nested)
 
 
 def vjp_on_tape(f, primals, wanted_leaves: set[int]):
     targs, wrt, nested = watch(primals, wanted_leaves)
     with strict():
         out = f(*targs)
+    nested = nested or depends_on_others(flatten(out)[0], wrt)
 
     def pullback(ct_tree):
         out_leaves, _ = flatten(out)
@@ -72,7 +76,8 @@ def vjp_on_tape(f, primals, wanted_leaves: set[int]):
                 total = term if total is None else total + term
         if total is None:
             return [np.zeros(t.shape, t.dtype) for t in wrt]
-        return grad_tensors(total, wrt, create_graph=nested or any(
-            isinstance(c, Tensor) and c.requires_grad for c in ct_leaves))
+        recording = nested or any(isinstance(c, Tensor) and c.requires_grad
+                                  for c in ct_leaves)
+        return _plain(grad_tensors(total, wrt, create_graph=recording), recording)
 
     return _plain(out, nested), pullback

@@ -149,6 +149,12 @@ class Tensor(ArrayMethods):
     def _cr_value(self):
         return self.value()
 
+    @property
+    def _cr_recording(self) -> bool:
+        """Whether derivatives must flow through this tensor: a traced program that
+        took its value as a constant would lose them."""
+        return self.requires_grad and MODE.grad_enabled
+
     def item(self):
         self._refuse_detaching("item()")
         return self.value().item()
