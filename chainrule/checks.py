@@ -21,6 +21,7 @@ import numpy as np
 
 from .emit.trace import Traced
 from .errors import ArgumentError, ChainruleWarning, GradientError
+from .ir.array import Array
 from .ir.op import PYTHON_SCALARS, is_dispatched
 from .tree import NODE_TYPES, flatten, unflatten
 
@@ -440,7 +441,7 @@ class StaticArgs:
         """(plan, dynamic part, key part) of one argument."""
         if declared:
             return ("whole", None, value), None, ("declared", static_key(value, self.what, name))
-        if differentiated or type(value) is np.ndarray:
+        if differentiated or type(value) is np.ndarray or type(value) is Array:
             return None, value, None
         if type(value) in AUTO_STATIC:
             return ("whole", None, value), None, ("static", static_key(value, self.what, name))
@@ -496,6 +497,10 @@ def fast_key(args):
         t = type(a)
         if t is np.ndarray:
             leaves.append(a)
+            key.append(a.shape)
+            key.append(a.dtype)
+        elif t is Array:  # chainrule.numpy's: the program takes it as the ndarray it is
+            leaves.append(a.view(np.ndarray))
             key.append(a.shape)
             key.append(a.dtype)
         elif t is list or t is tuple:

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import ConcretizationError, ImmutableValueError, MissingMethodError, TraceError
+from ..ir.array import AT_INDEXER
 from ..ir.op import HANDLERS
 
 # NumPy ufunc -> chainrule.numpy function (the bitwise ufuncs on bools are the logical
@@ -386,3 +387,6 @@ def install_op_methods() -> None:
 
 
 install_op_methods()
+
+
+AT_INDEXER.append(AtIndexer)

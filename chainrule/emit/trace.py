@@ -27,6 +27,7 @@ import inspect
 import numpy as np
 
 from ..errors import RecordedValueError, TraceError, TypeInferenceError
+from ..ir.array import Array
 from ..ir.builder import Builder
 from ..ir.dims import Dim
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
@@ -202,7 +203,7 @@ class Trace:
                     f"function being traced; as a constant of the program its derivative "
                     f"would be lost: pass it as an argument, or .detach() it")
             x = value()
-        if type(x) is np.ndarray:
+        if type(x) is np.ndarray or type(x) is Array:
             hidden = self._captured(x)
             if hidden is not None:
                 return hidden

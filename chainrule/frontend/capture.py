@@ -41,6 +41,7 @@ import types
 import numpy as np
 
 from ..errors import ConcretizationError
+from ..ir.array import Array
 from .capture_objects import (
     _SCALARS,
     ArrayValues,
@@ -339,7 +340,7 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         value = found.originals[id(value)]
         found.via_stand_in.add(id(value))
     t = type(value)
-    if t is np.ndarray or t is np.memmap:
+    if t is np.ndarray or t is np.memmap or t is Array:  # Array: chainrule.numpy's
         found.arrays.setdefault(id(value), path)
         found.aliases.setdefault(id(value), []).append(path)
         found.values[id(value)] = value
@@ -446,7 +447,7 @@ def _guarded_whole(entries: list, snapshot: tuple, path: Path, found: Found, dep
         found.numbers.append((path, snapshot))
         return True
     for k, v in entries[MAX_ITEMS:]:
-        if type(v) is np.ndarray:
+        if type(v) is np.ndarray or type(v) is Array:
             _visit(v, path.child("item", k), found, depth + 1, names)
     return False
 
@@ -519,8 +520,8 @@ class Capture:
         """The array at the path now, or ``_Missing`` when the program must be traced
         again (the path fails, or the array has another shape or dtype)."""
         value = self.path.fetch()
-        if type(value) is np.memmap:  # a file's array: the program takes it as one
-            value = value.view(np.ndarray)
+        if type(value) is np.memmap or type(value) is Array:  # the program takes it as an
+            value = value.view(np.ndarray)  # ndarray (a file's array, chainrule.numpy's)
         if type(value) is not np.ndarray or value.shape != self.shape or (
                 value.dtype != self.dtype):
             raise _Missing(self.path.describe())
@@ -550,6 +551,8 @@ class Guards:
                     raise Stale(f"{path.describe()} changed from {value!r} to {now!r}")
             for path, value in self.pinned:
                 now = path.fetch()
+                if type(now) is Array:
+                    now = now.view(np.ndarray)
                 if type(now) is not np.ndarray or now.shape != value.shape or (
                         now.dtype != value.dtype) or not np.array_equal(now, value):
                     raise Stale(f"{path.describe()} (an array whose values were baked in: "

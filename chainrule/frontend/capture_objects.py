@@ -11,6 +11,7 @@ import types
 
 import numpy as np
 
+from ..ir.array import Array
 from ..ir.op import Op
 
 
@@ -141,7 +142,7 @@ def _number_value(value):
     whole (a long one of numbers, an ``array.array``) as a tuple (a dict's items)."""
     if isinstance(value, (list, collections.deque, array.array)):
         return tuple(value)
-    if isinstance(value, np.ndarray) and type(value) is not np.ndarray or (
+    if isinstance(value, np.ndarray) and type(value) not in (np.ndarray, Array) or (
             type(value) is memoryview):
         return ArrayValues(value)
     return tuple(value.items()) if isinstance(value, dict) else value

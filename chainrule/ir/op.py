@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ChainruleError, TypeInferenceError, UnknownOpError
+from .array import Array, as_user_array
 from .symbols import has_symbolic_attrs
 from .types import DType, TensorType, Type
 
@@ -154,7 +155,10 @@ class Op:
             out = SYMBOLIC_APPLY[0](self, args, attrs)  # zeros((x.shape[0], 3)) in a trace
             if out is not None:
                 return out
-        return evaluate(self, args, attrs)
+        out = evaluate(self, args, attrs)
+        if type(out) is np.ndarray:  # for users: with .at (ir/array.py)
+            return out.view(Array)
+        return as_user_array(out) if type(out) is tuple else out
 
     def linear_in(self, positions) -> bool:
         """Whether the op is linear in the operands at ``positions`` jointly."""
@@ -335,7 +339,7 @@ def _eval_key(op, args, attrs):
     strong = False
     for a in args:
         t = type(a)
-        if t is _ndarray:
+        if t is _ndarray or t is Array:
             sig.append((a.shape, a.dtype))
             strong = True
         elif t is float or t is int or t is bool:

@@ -41,6 +41,7 @@ from . import (
     _sorting,
 )
 from ._assemble import assemble as _assemble
+from ._assemble import user_errors as _user_errors
 from ._complex import *  # noqa: F403
 from ._core import *  # noqa: F403
 from ._creation import *  # noqa: F403
@@ -84,6 +85,14 @@ _NUMPY_UTILITIES = (
     "double", "longlong", "csingle", "cdouble", "object_", "str_", "identity", "tri",
     "tril_indices", "triu_indices", "diag_indices", "indices", "logspace", "geomspace",
 )
+# those that make arrays return them as this namespace's other functions do (``Array``:
+# with ``x.at[...]``)
+_MAKE_ARRAYS = ("identity", "tri", "tril_indices", "triu_indices", "diag_indices", "indices",
+                "logspace", "geomspace")
 for _name in _NUMPY_UTILITIES:
     if _name not in globals() and hasattr(_np_module, _name):
-        globals()[_name] = getattr(_np_module, _name)
+        _value = getattr(_np_module, _name)
+        globals()[_name] = (_user_errors(_value, _name) if _name in _MAKE_ARRAYS else _value)
+# NumPy's own array makers among the namespace's functions (np.empty, the windows)
+for _name in ("empty", "hamming", "hanning", "bartlett", "blackman", "kaiser"):
+    globals()[_name] = _user_errors(globals()[_name], _name)

@@ -19,6 +19,7 @@ from ..errors import (
     InvalidIndexError,
     InvalidValueError,
 )
+from ..ir.array import as_user_array
 from ..ir.op import OPS, REQUIRED
 
 
@@ -67,12 +68,16 @@ _AS_CHAINRULE = ((AxisError, InvalidAxisError), (IndexError, InvalidIndexError),
 
 def user_errors(fn, qualified: str):
     """``fn`` raising chainrule errors (still the ValueError / IndexError / TypeError
-    that NumPy raises) named after ``qualified``, for a bad argument."""
+    that NumPy raises) named after ``qualified``, for a bad argument, and returning
+    ``Array`` where it computed a NumPy array."""
 
     @functools.wraps(fn)
     def function(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
+            if kwargs.get("out") is out is not None:  # NumPy's out=: that array itself
+                return out
+            return as_user_array(out)
         except ChainruleError:
             raise
         except (AxisError, IndexError, ValueError, TypeError) as exc:

@@ -14,6 +14,7 @@ import numpy as _np
 
 from .. import ops as _ops
 from ..errors import ConcretizationError, TraceError
+from ..ir.array import as_user_array
 from ..ir.op import is_dispatched as _is_dispatched
 from ._core import _exposes, _shape
 from ._shapes import (
@@ -237,7 +238,7 @@ class AxisConcatenator:
         if not isinstance(key, tuple):
             key = (key,)
         if not _nested_dispatched(key):
-            return self._numpy[key]
+            return as_user_array(self._numpy[key])
         axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
         objs, kinds = [], []
         for k, item in enumerate(key):
