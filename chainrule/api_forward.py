@@ -83,50 +83,15 @@ def _matching_leaves(primals, tangents, what: str):
 
 
 def _jvp_on_tape(f, primals, tangents):
-    """Forward mode as the VJP of the (linear) VJP (MindSpore's route), on the
-    tape: for value-dependent control flow, and for forward mode over the
-    reverse mode of compiled loops and branches (closures the jvp pass does not
-    differentiate)."""
-    from .tape.functional import watch
-    from .tape.graph import depends_on_others, grad_tensors
-    from .tape.tensor import Tensor, strict
+    """Forward mode on the tape (``tape.functional.jvp_on_tape``)."""
+    from .tape.functional import jvp_on_tape
+    from .tape.tensor import Tensor
 
-    leaves, in_tree = flatten(tuple(primals))
+    leaves = flatten(tuple(primals))[0]
     wanted = {i for i, x in enumerate(leaves)
               if np.issubdtype(np.dtype(x.dtype) if isinstance(x, Tensor)
                                else np.asarray(x).dtype, np.inexact)}
-    targs, wrt, nested = watch(primals, wanted)
-    with strict():
-        out = f(*targs)
-    out_leaves, out_tree = flatten(out)
-    nested = nested or depends_on_others(out_leaves, wrt)
-    cts = [Tensor(np.zeros(o.shape, o.dtype), requires_grad=True) for o in out_leaves]
-    total = None
-    for o, c in zip(out_leaves, cts):
-        if isinstance(o, Tensor) and o.requires_grad:
-            term = cnp.sum(o * c)
-            total = term if total is None else total + term
-    t_leaves = flatten(tuple(tangents))[0]
-    # on tensors of an enclosing tape (or recorded tangents), the results record too
-    nested = nested or any(getattr(t, "requires_grad", False) for t in t_leaves)
-    if total is None:
-        touts = [np.zeros(o.shape, o.dtype) for o in out_leaves]
-    else:
-        # grads = J^T ct, linear in ct; d<grads, t>/d ct = J t
-        grads = grad_tensors(total, wrt, create_graph=True)
-        inner = None
-        for g, k in zip(grads, sorted(wanted)):
-            if isinstance(g, Tensor) and g.requires_grad:
-                term = cnp.sum(g * t_leaves[k])
-                inner = term if inner is None else inner + term
-        touts = ([np.zeros(o.shape, o.dtype) for o in out_leaves] if inner is None
-                 else grad_tensors(inner, cts, create_graph=nested))
-    plain = lambda v: v if nested or not isinstance(v, Tensor) else v.value()  # noqa: E731
-    outs = [plain(o) for o in out_leaves]
-    touts = [plain(t) for t in touts]
-    if out_tree.kind is None:
-        return outs[0], touts[0]
-    return unflatten(out_tree, outs), unflatten(out_tree, touts)
+    return jvp_on_tape(f, primals, tangents, wanted)
 
 
 class _JvpPlan:

@@ -156,8 +156,7 @@ def _jacobian(f, argnums, has_aux: bool, holomorphic: bool, mode: str, name: str
         plan = _Plan(name, mode, argnums, has_aux, holomorphic, call.args, nums,
                      tf.out_tree, fname)
         main = tf.module["main"]
-        n_out = tf.out_tree.num_leaves
-        out_types = _leaf_types(main.ret_type) if n_out != 1 else [main.ret_type]
+        out_types = _leaf_types(main.ret_type)
         for i in plan.wanted:
             if not isinstance(main.params[i].type, TensorType):
                 raise GradientError(f"{name}: argument leaf {i} is not an array")

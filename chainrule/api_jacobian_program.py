@@ -147,9 +147,13 @@ class _Pieces:
 
         self.plan, self.tf = plan, tf
         self.main = main = tf.module["main"]
-        self.n_out = n_out = tf.out_tree.num_leaves
-        self.out_types = _leaf_types(main.ret_type) if n_out != 1 else [main.ret_type]
+        self.n_out = tf.out_tree.num_leaves
+        self.out_types = _leaf_types(main.ret_type)
         self.in_types = [main.params[i].type for i in plan.wanted]
+        # the tangent program takes the tangents in parameter order, whatever the order
+        # of argnums: the tangent slot of differentiated leaf j
+        order = sorted(plan.wanted)
+        self.slots = [order.index(i) for i in plan.wanted]
         self.unzipped = True
         if plan.mode == "fwd":
             try:
@@ -198,11 +202,12 @@ class _Pieces:
         tangent = self.module["main_tangent" if self.unzipped else "main_jvp"]
         n_res, n_in = len(fixed), len(self.in_types)
         cols = [[] for _ in range(self.plan.n_target)]
+        slot = self.slots[j]
         for root in roots:
             inputs = fixed + [None] * n_in
-            inputs[n_res + j] = root
+            inputs[n_res + slot] = root
             linear = [False] * n_res + [True] * n_in
-            zero = [False] * n_res + [i != j for i in range(n_in)]
+            zero = [False] * n_res + [i != slot for i in range(n_in)]
             tout = _inline_restricted(tr, self.module, tangent, inputs, linear, zero)
             if not self.unzipped:  # (primal, tangent): the tangent
                 tout = tout.fields[1] if isinstance(tout, Tuple) else tr.builder.emit(
@@ -218,7 +223,7 @@ class _Pieces:
         rows = [[] for _ in self.in_types]
         ct = self.closure.params[0]
         for root in roots:
-            if self.n_out == 1:
+            if not isinstance(ct.type, TupleType):  # one output array (not in a tuple)
                 grads = _inline_restricted(tr, self.module, self.closure, [root], [True],
                                            [False])
             else:

@@ -406,31 +406,30 @@ def backward(loss: Tensor, gradient=None, retain_graph: bool = False,
             t.node.args = FREED
 
 
-def depends_on_others(roots, wrt) -> bool:
-    """Whether a recorded tensor among ``roots`` depends on a tensor that requires grad
-    other than those in ``wrt`` and their operands: a value of an enclosing derivative
-    (a closure of ``grad`` run on the tape inside another ``grad``), whose derivative
-    must go on flowing, so results that depend on it stay recorded."""
+def depends_on_others(roots, wrt, level: int) -> bool:
+    """Whether a recorded tensor among ``roots`` depends on a leaf that requires grad
+    other than those in ``wrt``, made outside the tape transform at ``level`` and those
+    nested in it: a user's tensor, or a value of an enclosing derivative (a closure of
+    ``grad`` run on the tape inside another ``grad``), whose derivative must go on
+    flowing, so the results that depend on it stay recorded. The leaves a nested
+    transform made for itself are dead ends here."""
     cut = {id(t) for t in wrt}
     for root in roots:
         if type(root) is not Tensor or not root.requires_grad or id(root) in cut:
             continue
         if root.node is None:
-            return True
+            return root._level < level
         for t in topological(root, cut=cut):
             for a in t.node.args:
                 if (type(a) is Tensor and a.requires_grad and a.node is None
-                        and id(a) not in cut):
+                        and id(a) not in cut and a._level < level):
                     return True
     return False
 
 
 def grad_tensors(out: Tensor, wrt, gradient=None, create_graph: bool = False) -> list:
     """d out / d t for each tensor t in ``wrt`` (any recorded tensors, not only
-    leaves), without touching ``.grad`` (like ``torch.autograd.grad``). When ``out``
-    depends on other tensors that require grad (of an enclosing derivative), the
-    gradients are recorded too (``create_graph``), so derivatives flow on through them:
-    a constant there would be a silently wrong outer derivative."""
+    leaves), without touching ``.grad`` (like ``torch.autograd.grad``)."""
     wrt = list(wrt)
     if not isinstance(out, Tensor) or not out.requires_grad:
         return [np.zeros(t.shape, t.dtype) for t in wrt]
@@ -441,8 +440,6 @@ def grad_tensors(out: Tensor, wrt, gradient=None, create_graph: bool = False) ->
         layout = _Layout(out, wrt)
         if not layout.nodes:
             return [np.zeros(t.shape, t.dtype) for t in wrt]
-        if not create_graph and MODE.grad_enabled:
-            create_graph = any(type(x) is Tensor and x.requires_grad for x in layout.inputs)
         # the pullback also returns the adjoints of float inputs that are not in wrt
         return list(_run(layout, _seed(out, gradient), create_graph))[:len(wrt)]
 

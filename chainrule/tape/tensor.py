@@ -35,6 +35,8 @@ class _Mode(threading.local):
         # inside a function that grad/vjp/jvp run on the tape: Python numbers made
         # from tensors being differentiated are refused, as on traced values
         self.strict = 0
+        # how many tape transforms (grad, vjp, jvp on the tape) are running, nested
+        self.level = 0
 
 
 MODE = _Mode()
@@ -122,7 +124,9 @@ _SEQ = itertools.count(1)
 class Tensor(ArrayMethods):
     """An array that can record the operations applied to it."""
 
-    __slots__ = ("_value", "requires_grad", "grad", "node", "_type")
+    # _level: for a leaf a tape transform made (grad on the tape), how deeply that
+    # transform is nested (users' tensors: 0); see tape.functional.watch
+    __slots__ = ("_value", "requires_grad", "grad", "node", "_type", "_level")
 
     def __init__(self, value, requires_grad: bool = False, node: Node | None = None):
         self._value = value
@@ -130,6 +134,7 @@ class Tensor(ArrayMethods):
         self.grad = None
         self.node = node
         self._type = None
+        self._level = 0
 
     # -- values -----------------------------------------------------------------------
     def value(self) -> np.ndarray:
