@@ -61,7 +61,7 @@ def _fd_jacobian(f, args, nums, has_aux=False):
             leaf = np.asarray(leaf, float)
             cols = [np.zeros(np.shape(o) + leaf.shape) for o in base_leaves]
             for idx in np.ndindex(leaf.shape):
-                def shifted(h, idx=idx):
+                def shifted(h, idx=idx, k=k, a=a, leaves=leaves, tree=tree):
                     new = [np.array(x, float, copy=True) for x in leaves]
                     new[k][idx] += h
                     args2 = list(args)
