@@ -153,6 +153,22 @@ def foreign_namespace(x) -> Namespace | None:
     return None
 
 
+def as_numpy(x, ns: Namespace, where: str) -> np.ndarray:
+    """An array of another library, which a NumPy program reads (a PyTorch tensor a
+    compiled function closes over), as a NumPy array: no copy for a PyTorch CPU tensor.
+    A PyTorch tensor that requires grad is refused: PyTorch's autograd would not see
+    what chainrule computes from it."""
+    if ns.name == "torch" and x.requires_grad:
+        raise ArgumentError(f"{where} is a PyTorch tensor that requires grad; chainrule's "
+                            f"derivatives do not flow into PyTorch's autograd: pass "
+                            f"it .detach()ed, or as an argument to differentiate")
+    try:
+        return ns.to_numpy(x)
+    except Exception as exc:  # noqa: BLE001 - a device or conversion failure
+        raise ArgumentError(f"{where}: a {ns.name} array the program reads could not be "
+                            f"converted to NumPy: {exc}") from None
+
+
 def namespace_of_leaves(leaves) -> Namespace | None:
     """The one foreign namespace of these argument leaves (None: all NumPy)."""
     found = None

@@ -34,6 +34,11 @@ _UFUNC_NAMES = {"true_divide": "divide", "absolute": "abs", "rint": "round",
 METHODS: dict[str, Callable] = {}
 # NumPy function name -> the chainrule.numpy function that implements it
 NUMPY_FUNCTIONS: dict[str, Callable] = {}
+# a PyTorch function or torch.Tensor method -> what it does on chainrule values (PyTorch
+# hands them over through __torch_function__: torch_tensor @ traced, torch.sin(traced));
+# filled when first needed by the function chainrule.numpy puts in TORCH_TABLE
+TORCH_FUNCTIONS: dict = {}
+TORCH_TABLE: list[Callable] = []
 
 
 class ArrayMethods:
@@ -243,6 +248,17 @@ class ArrayMethods:
         if fn is None:
             raise TraceError(f"np.{ufunc.__name__} is not supported on chainrule values")
         return fn(*inputs)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if not TORCH_FUNCTIONS:
+            TORCH_TABLE[0](TORCH_FUNCTIONS)
+        fn = TORCH_FUNCTIONS.get(func)
+        if fn is None:
+            name = getattr(func, "__qualname__", None) or getattr(func, "__name__", func)
+            raise TraceError(f"torch {name} is not supported on chainrule values; use the "
+                             f"chainrule.numpy function that computes it")
+        return fn(*args, **(kwargs or {}))
 
     def __array_function__(self, func, types, args, kwargs):
         # np.linalg.diagonal is not np.diagonal: look functions up by their module too

@@ -27,7 +27,6 @@ import inspect
 import numpy as np
 
 from ..errors import RecordedValueError, TraceError, TypeInferenceError
-from ..ir.array import Array
 from ..ir.builder import Builder
 from ..ir.dims import Dim
 from ..ir.nodes import Constant, Tuple, TupleGetItem, Var
@@ -203,10 +202,9 @@ class Trace:
                     f"function being traced; as a constant of the program its derivative "
                     f"would be lost: pass it as an argument, or .detach() it")
             x = value()
-        if type(x) is np.ndarray or type(x) is Array:
-            hidden = self._captured(x)
-            if hidden is not None:
-                return hidden
+        hidden = self._captured(x)  # an array (of any library) read from outside
+        if hidden is not None:
+            return hidden
         if isinstance(x, (tuple, list)) and x and any(isinstance(e, Traced) for e in x):
             return Tuple(self.atom(e) for e in x)
         try:
@@ -239,7 +237,7 @@ class Trace:
             return self.capture(x, path)
         if any(t.sources is not None and id(x) in t.sources.arrays
                  for t in _TRACE_STACK if t.level < self.level):
-            p = Var("captured", TensorType(x.shape, DType(x.dtype)))
+            p = Var("captured", self._array_type(x))
             self.lifted_values.append(x)  # the caller passes the array: its trace captures it
             self.lifted[p] = p
             self.captured[id(x)] = (x, p)
@@ -250,9 +248,18 @@ class Trace:
         """The hidden parameter for array ``x`` found at ``path`` (one per array)."""
         hit = self.captured.get(id(x))
         if hit is None:
-            hit = self.captured[id(x)] = (x, Var(path.name_hint(),
-                                                 TensorType(x.shape, DType(x.dtype))))
+            hit = self.captured[id(x)] = (x, Var(path.name_hint(), self._array_type(x)))
         return hit[1]
+
+    @staticmethod
+    def _array_type(x) -> TensorType:
+        """The type of a captured array: of the NumPy array it converts to, for an array
+        of another library (PyTorch, CuPy, Dask: its capture walk noted shape and dtype)."""
+        for t in reversed(_TRACE_STACK):
+            foreign = None if t.sources is None else t.sources.foreign.get(id(x))
+            if foreign is not None:
+                return TensorType(foreign[1], DType(foreign[2]))
+        return TensorType(x.shape, DType(x.dtype))
 
     def captured_mask(self, var) -> np.ndarray | None:
         """The value of the boolean array whose hidden input is ``var``, or None when

@@ -40,6 +40,7 @@ import types
 
 import numpy as np
 
+from ..backend.namespaces import abstract_shape_dtype, as_numpy, foreign_namespace
 from ..errors import ConcretizationError
 from ..ir.array import Array
 from .capture_objects import (
@@ -177,6 +178,9 @@ class Found:
         self.arrays: dict[int, Path] = {}  # id(array) -> the first path found to it
         self.aliases: dict[int, list[Path]] = {}  # id(array) -> every path found to it
         self.values: dict[int, np.ndarray] = {}
+        # id(array of another library: PyTorch, CuPy, Dask) -> (its namespace, shape,
+        # NumPy dtype): the program takes it as the NumPy array it converts to
+        self.foreign: dict[int, tuple] = {}
         self.numbers: list[tuple[Path, object]] = []
         self.layouts: list[tuple[Path, object]] = []  # lists, tuples, dicts: their layout
         self.contents: dict[int, tuple] = {}  # id(path of a list or dict) -> (it, a copy)
@@ -409,6 +413,12 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         # flow through it decides whether a compiled program may stand for the function
         found.numbers.append((path.child("attr", "_cr_recording"), value._cr_recording))
         _visit(value.data, path.child("attr", "data"), found, depth + 1, names)
+    elif foreign_namespace(value) is not None:  # a PyTorch, CuPy or Dask array
+        ns = foreign_namespace(value)
+        found.foreign[id(value)] = (ns, *abstract_shape_dtype(value, ns))
+        found.arrays.setdefault(id(value), path)
+        found.aliases.setdefault(id(value), []).append(path)
+        found.values[id(value)] = value
     elif type(value).__module__.startswith("chainrule."):
         # a transformed function (grad(f), jit(f), ...): what matters is the user's f
         try:  # not getattr: a class's __getattr__ may raise anything (a traced generator)
@@ -507,14 +517,18 @@ def _visit_function(fn, path: Path, found: Found, depth: int) -> None:
 
 
 class Capture:
-    """A hidden input: an array the traced function read through ``path``."""
+    """A hidden input: an array the traced function read through ``path``. An array of
+    another library (``foreign``: its namespace, shape and NumPy dtype) is passed as
+    the NumPy array it converts to, read afresh at every call as a NumPy array is."""
 
-    __slots__ = ("path", "shape", "dtype")
+    __slots__ = ("path", "shape", "dtype", "namespace")
 
-    def __init__(self, path: Path, value: np.ndarray):
+    def __init__(self, path: Path, value, foreign: tuple | None = None):
         self.path = path
-        self.shape = value.shape
-        self.dtype = value.dtype
+        if foreign is None:
+            self.namespace, self.shape, self.dtype = None, value.shape, value.dtype
+        else:
+            self.namespace, self.shape, self.dtype = foreign
 
     def current(self):
         """The array at the path now, or ``_Missing`` when the program must be traced
@@ -522,6 +536,8 @@ class Capture:
         value = self.path.fetch()
         if type(value) is np.memmap or type(value) is Array:  # the program takes it as an
             value = value.view(np.ndarray)  # ndarray (a file's array, chainrule.numpy's)
+        elif self.namespace is not None and self.namespace.owns(value):
+            value = as_numpy(value, self.namespace, self.path.describe())
         if type(value) is not np.ndarray or value.shape != self.shape or (
                 value.dtype != self.dtype):
             raise _Missing(self.path.describe())

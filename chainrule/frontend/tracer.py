@@ -208,7 +208,7 @@ def _trace_function(f, args, name, kwargs, capture, leaf_types) -> TracedFunctio
             for x, p in tr.captured.values():
                 if p not in tr.lifted and p in used:  # lifted: an enclosing trace's
                     b.params.append(p)
-                    captures.append(Capture(found.arrays[id(x)], x))
+                    captures.append(Capture(found.arrays[id(x)], x, found.foreign.get(id(x))))
         fn = b.finish_function(result)
     module = Module({name: fn, **{k: v for k, v in tr.functions.items() if k != name}})
     guards = (Guards(captures, found.numbers_now(), tr.pinned.values(), found.layouts_now())

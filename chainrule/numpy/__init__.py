@@ -61,7 +61,11 @@ _MODULES = (_complex, _core, _creation, _linalg, _math, _more, _more_arrays, _mo
             _rearrange, _reduce_api, _reductions, _select, _shapes, _sorting)
 __all__ = _assemble(globals(), "", [n for m in _MODULES for n in m.__all__])
 
+from ..emit.methods import TORCH_TABLE as _TORCH_TABLE  # noqa: E402
 from . import fft, linalg  # noqa: E402, F401  (submodules, assembled the same way)
+from ._torch import fill as _fill_torch_table  # noqa: E402
+
+_TORCH_TABLE.append(_fill_torch_table)  # PyTorch's functions on chainrule values
 
 # ``np.random`` as in NumPy and autograd.numpy (which wraps NumPy's): NumPy's own module,
 # also importable as ``chainrule.numpy.random``. Draws are concrete arrays; inside a

@@ -16,6 +16,7 @@ import threading
 import numpy as np
 
 from .. import ops
+from ..backend.namespaces import as_numpy, foreign_namespace
 from ..emit.methods import ArrayMethods, install_direct_operators
 from ..errors import ArgumentError, ChainruleError, ConcretizationError, TraceError
 from ..ir.op import (
@@ -348,9 +349,8 @@ class Tensor(ArrayMethods):
     def _apply_general(self, op, args, attrs):
         mode = MODE
         record = False
-        for a in args:
-            if type(a) not in _PLAIN_OPERANDS and not isinstance(a, Tensor):
-                _check_operand(op, a)
+        if any(type(a) not in _PLAIN_OPERANDS and not isinstance(a, Tensor) for a in args):
+            args = tuple(_operand(op, a) for a in args)
         if mode.grad_enabled:
             for a in args:
                 if isinstance(a, Tensor) and a.requires_grad:
@@ -391,6 +391,20 @@ def _first_of_signature(op, values, attrs, key) -> tuple:
         _SIGNATURES.clear()
     sig = _SIGNATURES[key] = Signature(op, norm, scalar_dtypes, arrays)
     return out, sig
+
+
+def _operand(op, a):
+    """An operand that is not an array, a number or a tensor: an array of another
+    library (PyTorch, CuPy, Dask) is recorded as the NumPy array it converts to, the
+    tape's arrays being NumPy's; anything else is refused when recorded, naming the op
+    (not later, when the lazy tape infers types)."""
+    if type(a) in _PLAIN_OPERANDS or isinstance(a, Tensor):
+        return a
+    ns = foreign_namespace(a)
+    if ns is not None:
+        return as_numpy(a, ns, f"an operand of {op.name}")
+    _check_operand(op, a)
+    return a
 
 
 def _check_operand(op, a) -> None:
