@@ -144,6 +144,7 @@ def test_errors_name_the_binding_in_a_piece(small_pieces):
 
 
 def test_namespace_backend_splits_too(small_pieces):
+    pytest.importorskip("array_api_compat", reason="pip install array-api-compat")
     m = cr.parse(program(6))
     ns = NamespaceModule(m, get_namespace("numpy"))
     assert "def main_part1(live):" in ns.source
