@@ -10,7 +10,7 @@ rewrite for control flow) are built in ``gradient.py`` and handed to the
 
 from __future__ import annotations
 
-from collections import ChainMap
+from collections import ChainMap, Counter
 
 from ..emit.trace import Trace
 from ..errors import GradientError
@@ -367,18 +367,20 @@ class Sweep:
                 msgs[u] = self.named_early[u] = new
                 self.ctx.named.add(new)
                 return
+        # what the rule emitted, indexed once: an op with many operands (stack of n
+        # values) completes n adjoints at once, so each lookup must not scan the frame
+        emitted = _Emitted(frame, start, end)
+        shared = Counter(id(msgs.get(w)) for w in done) if len(done) > 1 else None
         for u in done:
             m = msgs.get(u)
             if type(m) is not Var or type(u.type) is not TensorType:
                 continue
-            k = end - 1  # among what this rule emitted, from the last
-            while k >= start and frame[k].var is not m:
-                k -= 1
-            if k < start:
+            k = emitted.position.get(m)
+            if k is None:
                 continue
-            if len(done) > 1 and sum(msgs.get(w) is m for w in done) > 1:
+            if shared is not None and shared[id(m)] > 1:
                 continue  # one variable for two adjoints: named when the sweep reaches them
-            if k + 1 < end and _read_after(frame, k, m):
+            if emitted.read_after(k, m):
                 continue
             new = self.b.rebind(k, f"{subst(u, u).name}_adjoint")
             msgs[u] = self.named_early[u] = new
@@ -401,17 +403,34 @@ class Sweep:
         return var
 
 
-def _read_after(frame: list, k: int, m: Var) -> bool:
-    """Whether a binding after ``frame[k]`` reads ``m`` or holds a nested block."""
-    for b in frame[k + 1:]:
-        v = b.value
-        if type(v) is Call and type(v.callee) is Op and not any(
-                type(a) is Tuple for a in v.args):
-            if m in v.args:  # atoms compare by identity
-                return True
-        elif m in atoms_of(v) or nested_blocks(v):
-            return True
-    return False
+class _Emitted:
+    """The bindings a rule emitted, ``frame[start:end]``: where each variable is bound,
+    the last binding that reads it, and the last that holds a nested block."""
+
+    __slots__ = ("position", "last_read", "last_nested")
+
+    def __init__(self, frame: list, start: int, end: int):
+        self.position: dict[Var, int] = {}
+        self.last_read: dict[Var, int] = {}
+        self.last_nested = -1
+        for k in range(start, end):
+            b = frame[k]
+            self.position[b.var] = k
+            v = b.value
+            if type(v) is Call and type(v.callee) is Op and not any(
+                    type(a) is Tuple for a in v.args):
+                reads = v.args
+            else:
+                reads = atoms_of(v)
+                if nested_blocks(v):
+                    self.last_nested = k
+            for a in reads:
+                if type(a) is Var:
+                    self.last_read[a] = k
+
+    def read_after(self, k: int, m: Var) -> bool:
+        """Whether a binding after the one at ``k`` reads ``m`` or holds a nested block."""
+        return self.last_nested > k or self.last_read.get(m, -1) > k
 
 
 # -- backward handlers of straight-line bindings ----------------------------------------
