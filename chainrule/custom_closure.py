@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 
 from .emit.trace import _TRACE_STACK, REBOUND, Traced
-from .errors import GradientError, TraceError
+from .errors import GradientError, RecordedValueError, TraceError
 from .frontend.tracer import recording_trace
 from .ir.nodes import Function, Var
 from .ir.types import has_float
@@ -120,6 +120,11 @@ def rebound(name: str, kind: str, variables, operands):
     REBOUND.append(mapping)
     try:
         yield
+    except RecordedValueError:
+        raise GradientError(
+            f"{name}: a {kind} rule reads a tape tensor that requires grad from outside "
+            f"the function's arguments (a closure); the rule cannot read it on the tape: "
+            f"pass it in as an argument (and extend the rule), or .detach() it") from None
     except TraceError as exc:
         if "escaped the function that traced it" not in str(exc):
             raise

@@ -65,6 +65,8 @@ INNERS = {
         lambda c, x: (c * w * p, c * x), 1.0, np.arange(3.0))[1]))(1.0),
     "while_loop": lambda w: cr.while_loop(
         lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * cnp.cos(w)), (0, 1.0))[1],
+    "fixed_point": lambda w: cr.fixed_point(lambda x, a: 0.5 * (x + a / x), np.float64(1.0),
+                                            w + 1.5),
     "odeint": lambda w: cr.odeint(lambda y, t: -w * y, np.array([1.0]),
                                   np.array([0.0, 1.0]))[-1, 0],
 }
@@ -214,3 +216,27 @@ def test_detaching_inside_a_tape_derivative_is_an_error(convert):
 
     with pytest.raises(ChainruleError):
         cr.grad(f)(0.5)
+
+
+def _custom_closing_over(w):
+    @cr.custom_vjp
+    def g(p):
+        return cnp.sin(w * p)
+
+    g.defvjp(lambda p: (cnp.sin(w * p), p), lambda p, ct: (ct * w * cnp.cos(w * p),))
+    return g
+
+
+def test_custom_rule_reading_a_closure_compiled_and_refused_on_the_tape():
+    """A custom rule that reads a value its function closes over: differentiated through
+    on the compiled path; on the tape the rule would read the tensor itself rather than
+    a value the tape hands it, so it is an error saying so (it was a bare ValueError)."""
+    inner = lambda w: cr.grad(lambda p: _custom_closing_over(w)(p) * 2.0)(1.0)  # noqa: E731
+    want = 2 * (np.cos(X0) - X0 * np.sin(X0))
+    assert np.isclose(float(cr.grad(_compiled(inner))(X0)), want)
+    with pytest.raises(ChainruleError, match="closure"):
+        cr.grad(_on_tape(inner))(X0)
+    w = cr.tape.tensor(X0, requires_grad=True)
+    p = cr.tape.tensor(1.0, requires_grad=True)
+    with pytest.raises(ChainruleError, match="closes over"):
+        _custom_closing_over(w)(p).backward()

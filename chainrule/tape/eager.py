@@ -32,6 +32,12 @@ def _sum_to(g: np.ndarray, shape: tuple) -> np.ndarray:
 
 
 def _fit(g, shape: tuple, dtype: np.dtype, op) -> np.ndarray:
+    if isinstance(g, Tensor):  # the rule read a tensor itself, not an operand's value
+        raise GradientError(
+            f"backward through {op.name}: its VJP rule computed with a tape tensor that "
+            f"requires grad (a custom_vjp / custom_jvp function that closes over one: its "
+            f"rules read the tensor, not a value the tape gives them); pass it in as an "
+            f"argument, or .detach() it")
     g = np.asarray(g)
     if g.shape != shape:
         try:
