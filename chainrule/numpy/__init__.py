@@ -65,7 +65,8 @@ from ..emit.methods import TORCH_TABLE as _TORCH_TABLE  # noqa: E402
 from . import fft, linalg  # noqa: E402, F401  (submodules, assembled the same way)
 from ._torch import fill as _fill_torch_table  # noqa: E402
 
-_TORCH_TABLE.append(_fill_torch_table)  # PyTorch's functions on chainrule values
+# PyTorch's functions on chainrule values: this namespace's
+_TORCH_TABLE.append(lambda table: _fill_torch_table(table, _sys.modules[__name__]))
 
 # ``np.random`` as in NumPy and autograd.numpy (which wraps NumPy's): NumPy's own module,
 # also importable as ``chainrule.numpy.random``. Draws are concrete arrays; inside a

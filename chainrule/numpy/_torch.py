@@ -26,11 +26,10 @@ def _reflected(fn):
     return lambda a, b: fn(b, a)
 
 
-def fill(table: dict) -> None:
-    """Put PyTorch's functions and ``torch.Tensor`` methods into ``table``."""
+def fill(table: dict, cnp) -> None:
+    """Put PyTorch's functions and ``torch.Tensor`` methods into ``table``, each done by
+    the function of the namespace ``cnp`` (chainrule.numpy) that computes it."""
     import torch
-
-    from .. import numpy as cnp
 
     tensor = torch.Tensor
     binary = {"add": cnp.add, "sub": cnp.subtract, "mul": cnp.multiply,
