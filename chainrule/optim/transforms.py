@@ -326,7 +326,10 @@ def global_norm(tree: Any) -> Any:
     total = 0.0
     for leaf in leaves:
         total = total + cnp.sum(abs_sq(leaf))
-    return cnp.sqrt(total)
+    # sqrt has an infinite derivative at 0, which times the zero cotangent of a branch
+    # not taken is NaN: the root is taken of 1 where the sum is 0, and 0 is returned
+    positive = total > 0
+    return cnp.where(positive, cnp.sqrt(cnp.where(positive, total, 1.0)), 0.0)
 
 
 def clip_by_global_norm(max_norm: float) -> GradientTransformation:
