@@ -526,6 +526,31 @@ def test_jit_step_traces_once_and_matches_eager(name):
     assert counts or name in ("sgd_nesterov", "rmsprop_centered_momentum", "adagrad")
 
 
+def test_hyperparameters_can_be_inputs_of_the_jitted_step():
+    """A learning rate (or b1, a weight decay...) given to the jitted step as a 0-d array
+    is traced like the parameters: changing it does not retrace."""
+    traces = Counter()
+
+    @cr.jit
+    def step(params, state, lr, b1, wd):
+        traces.tick()
+        opt = optim.chain(optim.clip_by_global_norm(lr * 10),
+                          optim.adamw(lr, b1=b1, weight_decay=wd))
+        _, grads = cr.value_and_grad(loss_fn)(params)
+        updates, state = opt.update(grads, state, params)
+        return optim.apply_updates(params, updates), state
+
+    jit_p = eager_p = make_params()
+    jit_s = eager_s = optim.chain(optim.clip_by_global_norm(1.0), optim.adamw(0.1)).init(jit_p)
+    for lr, b1, wd in [(0.1, 0.9, 0.0), (0.05, 0.8, 0.1), (0.01, 0.5, 0.2)]:
+        opt = optim.chain(optim.clip_by_global_norm(lr * 10),
+                          optim.adamw(lr, b1=b1, weight_decay=wd))
+        eager_p, eager_s, _ = make_step(opt)(eager_p, eager_s)
+        jit_p, jit_s = step(jit_p, jit_s, np.asarray(lr), np.asarray(b1), np.asarray(wd))
+    assert traces.n == 1
+    assert_trees_close(eager_p, jit_p)
+
+
 def test_state_count_is_an_array_not_a_python_int():
     state = optim.adam(0.1).init(make_params())
     assert isinstance(state[0].count, np.ndarray) and state[0].count.dtype == np.int32
@@ -674,7 +699,7 @@ def test_grads_that_do_not_match_params_without_state():
     (lambda: optim.adagrad(0.1, initial_accumulator_value=-1.0), "initial_accumulator_value"),
     (lambda: optim.adamw(0.1, weight_decay=-0.1), "weight_decay must be in"),
     (lambda: optim.adamw(0.1, weight_decay="x"), "weight_decay must be"),
-    (lambda: optim.clip_by_global_norm(0.0), "max_norm must be positive"),
+    (lambda: optim.clip_by_global_norm(0.0), r"max_norm must be in \(0.0, inf\]"),
     (lambda: optim.clip_by_global_norm(-1.0), "max_norm must be in"),
     (lambda: optim.chain(optim.sgd(0.1), lambda g: g), "argument 1 is function"),
     (lambda: optim.cosine_decay_schedule(0.1, 0), "decay_steps must be positive"),

@@ -15,7 +15,7 @@ import numpy as np
 
 import chainrule.numpy as cnp
 
-from ..errors import ArgumentError, InvalidValueError
+from ..errors import ArgumentError, ChainruleError, InvalidValueError
 from ..tree import TreeDef, flatten, unflatten
 
 Params = Any
@@ -130,26 +130,39 @@ def expect_state(state: Any, cls: type, who: str) -> None:
 
 
 def _is_real_number(x: Any) -> bool:
+    """A Python number, or a 0-d real array of any library (NumPy's, JAX's, a value
+    traced by ``cr.jit``: a hyperparameter may be an input of the jitted step)."""
     if isinstance(x, bool):
         return False
     if isinstance(x, numbers.Real):
         return True
-    return isinstance(x, np.ndarray) and x.shape == () and x.dtype.kind in "iuf"
+    dtype = getattr(x, "dtype", None)
+    return getattr(x, "shape", None) == () and getattr(dtype, "kind", "") in "iuf"
 
 
 def check_number(name: str, value: Any, low: float | None = None,
-                 high: float | None = None, *, open_high: bool = False) -> Any:
-    """A hyperparameter that must be a real number in ``[low, high]`` (``[low, high)``
-    with ``open_high``); NaN fails every comparison and so is refused too."""
+                 high: float | None = None, *, open_low: bool = False,
+                 open_high: bool = False, traced_ok: bool = True) -> Any:
+    """A hyperparameter that must be a real number in ``[low, high]`` (open ends with
+    ``open_low``/``open_high``); NaN fails every comparison and so is refused too. A
+    traced value's range is known only when the program runs and is not checked here;
+    ``traced_ok=False`` refuses it instead (where Python code branches on the value)."""
     if not _is_real_number(value):
         raise ArgumentError(f"optim: {name} must be a real number, got "
                             f"{type(value).__name__} {value!r}")
-    v = float(value)
+    try:
+        v = float(value)
+    except (TypeError, ChainruleError):  # traced (chainrule's or another library's)
+        if traced_ok:
+            return value
+        raise ArgumentError(f"optim: {name} must be a number known when the function is "
+                            f"built, not a traced value") from None
+    too_low = low is not None and (v <= low if open_low else v < low)
     too_high = high is not None and (v >= high if open_high else v > high)
-    if v != v or (low is not None and v < low) or too_high:
-        hi = ")" if open_high else "]"
-        bounds = f"[{low if low is not None else '-inf'}, {high if high is not None else 'inf'}"
-        raise InvalidValueError(f"optim: {name} must be in {bounds}{hi}, got {value!r}")
+    if v != v or too_low or too_high:
+        lo, hi = "(" if open_low else "[", ")" if open_high else "]"
+        bounds = f"{lo}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi}"
+        raise InvalidValueError(f"optim: {name} must be in {bounds}, got {value!r}")
     return value
 
 

@@ -24,6 +24,11 @@ from ..errors import ArgumentError, InvalidValueError
 from ._base import Schedule, check_number
 
 
+def _number(name: str, value: Any, *args: Any) -> Any:
+    # the schedules branch on their parameters in Python (decay_rate < 1, peak_value == 0)
+    return check_number(name, value, *args, traced_ok=False)
+
+
 def _check_steps(name: str, value: Any, *, positive: bool) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ArgumentError(f"optim: {name} must be an int (a number of steps), got "
@@ -41,7 +46,7 @@ def constant_schedule(value: float) -> Schedule:
     >>> optim.constant_schedule(0.1)(7)
     0.1
     """
-    check_number("value", value)
+    _number("value", value)
     return lambda count: value
 
 
@@ -64,7 +69,7 @@ def polynomial_schedule(init_value: float, end_value: float, power: float,
     [1.0, 0.5625, 0.25, 0.0625, 0.0, 0.0]
     """
     for name, v in (("init_value", init_value), ("end_value", end_value), ("power", power)):
-        check_number(name, v)
+        _number(name, v)
     _check_steps("transition_steps", transition_steps, positive=False)
     _check_steps("transition_begin", transition_begin, positive=False)
     if transition_steps == 0:
@@ -117,14 +122,14 @@ def exponential_decay(init_value: float, transition_steps: int, decay_rate: floa
     >>> [float(lr(t)) for t in range(6)]
     [1.0, 1.0, 0.5, 0.5, 0.3, 0.3]
     """
-    check_number("init_value", init_value)
+    _number("init_value", init_value)
     _check_steps("transition_steps", transition_steps, positive=True)
     _check_steps("transition_begin", transition_begin, positive=False)
-    check_number("decay_rate", decay_rate)
+    _number("decay_rate", decay_rate)
     if decay_rate == 0:
         raise InvalidValueError("optim.exponential_decay: decay_rate must not be 0")
     if end_value is not None:
-        check_number("end_value", end_value)
+        _number("end_value", end_value)
     bound = cnp.maximum if decay_rate < 1 else cnp.minimum
 
     def schedule(count):
@@ -155,10 +160,10 @@ def cosine_decay_schedule(init_value: float, decay_steps: int, alpha: float = 0.
     >>> [round(float(lr(t)), 4) for t in range(6)]
     [1.0, 0.8682, 0.55, 0.2318, 0.1, 0.1]
     """
-    check_number("init_value", init_value)
+    _number("init_value", init_value)
     _check_steps("decay_steps", decay_steps, positive=True)
-    check_number("alpha", alpha)
-    check_number("exponent", exponent)
+    _number("alpha", alpha)
+    _number("exponent", exponent)
 
     def schedule(count):
         t = cnp.minimum(count, decay_steps)
@@ -210,8 +215,8 @@ def warmup_cosine_decay_schedule(init_value: float, peak_value: float, warmup_st
     >>> [round(float(lr(t)), 4) for t in range(6)]
     [0.0, 0.5, 1.0, 0.55, 0.1, 0.1]
     """
-    check_number("peak_value", peak_value)
-    check_number("end_value", end_value)
+    _number("peak_value", peak_value)
+    _number("end_value", end_value)
     _check_steps("warmup_steps", warmup_steps, positive=False)
     _check_steps("decay_steps", decay_steps, positive=True)
     if decay_steps <= warmup_steps:
@@ -235,11 +240,11 @@ def piecewise_constant_schedule(init_value: float,
     >>> [float(lr(t)) for t in range(6)]
     [1.0, 1.0, 0.1, 0.1, 0.05, 0.05]
     """
-    check_number("init_value", init_value)
+    _number("init_value", init_value)
     items = sorted((boundaries_and_scales or {}).items())
     for b, s in items:
         _check_steps("a boundary of boundaries_and_scales", b, positive=False)
-        check_number(f"the scale at step {b}", s, 0.0)
+        _number(f"the scale at step {b}", s, 0.0)
 
     def schedule(count):
         value = init_value

@@ -122,7 +122,17 @@ def scale_by_schedule(step_size_fn: Schedule) -> GradientTransformation:
 def scale_by_learning_rate(learning_rate: ScalarOrSchedule, *,
                            flip_sign: bool = True) -> GradientTransformation:
     """``u_t = -lr_t * g_t`` (``+lr_t`` with ``flip_sign=False``): a number, or a
-    schedule evaluated at the step count. Every optimizer ends with this step."""
+    schedule evaluated at the step count. Every optimizer ends with this step.
+
+    >>> import numpy as np
+    >>> from chainrule import optim
+    >>> step = optim.scale_by_learning_rate(optim.linear_schedule(1.0, 0.0, 4))
+    >>> state = step.init(np.zeros(1))
+    >>> for _ in range(2):
+    ...     updates, state = step.update(np.ones(1), state)
+    >>> updates, int(state.count)  # the second update used the schedule at count 1
+    (array([-0.75]), 2)
+    """
     check_scalar_or_schedule("learning_rate", learning_rate)
     sign = -1 if flip_sign else 1
     if callable(learning_rate):
@@ -140,6 +150,15 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
 
     with ``m_0 = 0`` and ``mu = decay``. (Not an average: ``g`` is not scaled by
     ``1 - decay``.)
+
+    >>> import numpy as np
+    >>> from chainrule import optim
+    >>> momentum = optim.trace(decay=0.5)
+    >>> state = momentum.init(np.zeros(1))
+    >>> for _ in range(3):
+    ...     updates, state = momentum.update(np.ones(1), state)
+    >>> updates  # 1 + 0.5 + 0.25
+    array([1.75])
     """
     check_number("momentum (decay)", decay, 0.0, 1.0)
 
@@ -305,7 +324,7 @@ def add_decayed_weights(weight_decay: ScalarOrSchedule = 0.0) -> GradientTransfo
         else:
             expect_state(state, EmptyState, "add_decayed_weights")
             s, new_state = weight_decay, state
-            if s == 0:  # nothing to add: no ops in the program
+            if isinstance(s, (int, float)) and s == 0:  # nothing to add: no ops
                 return updates, state
         out = tree_map(lambda g, p: g + _scalar_like(s, g) * p, (updates, params),
                        (_G, "params"))
@@ -340,11 +359,18 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
         u = g \\text{ if } \\|g\\| < c, \\text{ else } (g / \\|g\\|)\\, c
 
     where ``||g||`` is :func:`global_norm` of the whole tree and ``c = max_norm``
-    (Pascanu et al., 2012). Keeps no state.
+    (Pascanu et al., 2012). Keeps no state. PyTorch's ``clip_grad_norm_`` multiplies
+    by ``c / (||g|| + 1e-6)`` when ``||g|| > c`` instead, which differs in the sixth
+    digit.
+
+    >>> import numpy as np
+    >>> from chainrule import optim
+    >>> clip = optim.clip_by_global_norm(1.0)
+    >>> grads = {"a": np.array([3.0]), "b": np.array([0.0, 4.0])}
+    >>> clip.update(grads, clip.init(grads))[0]
+    {'a': array([0.6]), 'b': array([0. , 0.8])}
     """
-    check_number("max_norm", max_norm, 0.0)
-    if max_norm == 0:
-        raise ArgumentError("optim.clip_by_global_norm: max_norm must be positive, got 0")
+    check_number("max_norm", max_norm, 0.0, open_low=True)
 
     def init(params: Params) -> EmptyState:
         return EmptyState()
