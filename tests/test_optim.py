@@ -659,6 +659,34 @@ def test_logistic_regression_converges_to_the_optimum():
     assert float(value) == pytest.approx(flat_loss(best), abs=1e-8)
 
 
+def test_autograd_compat_optimizers_are_chains_of_these():
+    """autograd's sgd/rmsprop/adam (chainrule.autograd_compat) as optim chains."""
+    from chainrule import autograd_compat as ag
+
+    def grad(x, i):
+        return {"w": np.cos(x["w"]) + 0.1 * i, "b": x["b"] ** 2 - 1}
+
+    x0 = {"w": np.array([0.3, -1.2, 2.0]), "b": np.array([0.5, -0.4])}
+
+    def run(opt, n=40):
+        x, state = x0, opt.init(x0)
+        for i in range(n):
+            updates, state = opt.update(grad(x, i), state, x)
+            x = optim.apply_updates(x, updates)
+        return x
+
+    pairs = [
+        # autograd's velocity is -(1 - mass) g + mass v: a damped trace
+        (ag.sgd(grad, x0, num_iters=40, step_size=0.1, mass=0.9),
+         run(optim.chain(optim.scale(1 - 0.9), optim.trace(0.9), optim.scale(-0.1)))),
+        (ag.rmsprop(grad, x0, num_iters=40, step_size=0.1, gamma=0.9),
+         run(optim.rmsprop(0.1, decay=0.9, initial_scale=1.0, eps_in_sqrt=False))),
+        (ag.adam(grad, x0, num_iters=40, step_size=0.01), run(optim.adam(0.01))),
+    ]
+    for theirs, ours in pairs:
+        assert_trees_close(theirs, ours, atol=1e-13)
+
+
 # --- bad input -----------------------------------------------------------------------
 
 def test_grads_with_another_structure_than_params():

@@ -192,7 +192,9 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     check_number("eps_root", eps_root, 0.0)
 
     def init(params: Params) -> ScaleByAdamState:
-        def zeros():  # two trees: no array shared by the two moments
+        # two trees, not one tree twice: a caller that updates a leaf in place (or
+        # hands it to code that does) would otherwise change both moments
+        def zeros():
             return tree_map(lambda p: full_like(p, 0.0), (params,), ("params",))
 
         return ScaleByAdamState(count=zero_count(), mu=zeros(), nu=zeros())
