@@ -34,8 +34,8 @@ from . import (  # noqa: F401
 from .assembly import *  # noqa: F403
 from .bessel import *  # noqa: F403
 from .complex import *  # noqa: F403
-from .convolution import *  # noqa: F403
 from .composites import prefix_product
+from .convolution import *  # noqa: F403
 from .decompositions import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .indexing import getitem, index, index_add, index_update

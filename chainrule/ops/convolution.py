@@ -371,20 +371,30 @@ def _torch_conv_weight(ctx, x, g, stride, padding, dilation, groups, kernel):
     return dw
 
 
+def on_numpy(kernel):
+    """The NumPy kernel as the kernel of NumPy through the array API (the same arrays)."""
+
+    def run(ctx, *arrays, **attrs):
+        return kernel(*arrays, **attrs)
+
+    run.__name__ = kernel.__name__
+    return run
+
+
 _ATTRS = {"stride": REQUIRED, "padding": REQUIRED, "dilation": REQUIRED, "groups": 1}
 _FACTS = dict(fresh=True, aliases=False, linear="one")
 
 convolution = define(
     "convolution", _conv_type, _convolution, 2, _ATTRS, _normalize("convolution"),
-    kernels={"torch": _torch_conv}, **_FACTS,
+    kernels={"torch": _torch_conv, "numpy": on_numpy(_convolution)}, **_FACTS,
     doc="convolution(x, w): N-d cross-correlation, channels first (im2col and BLAS)")
 convolution_transpose = define(
     "convolution_transpose", _transpose_type, _convolution_transpose, 2,
     {**_ATTRS, "shape": REQUIRED}, _normalize("convolution_transpose"),
-    kernels={"torch": _torch_conv_transpose}, **_FACTS,
-    doc="convolution_transpose(g, w): the adjoint of convolution in its input")
+    kernels={"torch": _torch_conv_transpose, "numpy": on_numpy(_convolution_transpose)},
+    **_FACTS, doc="convolution_transpose(g, w): the adjoint of convolution in its input")
 convolution_weight = define(
     "convolution_weight", _weight_type, _convolution_weight, 2,
     {**_ATTRS, "kernel": REQUIRED}, _normalize("convolution_weight"),
-    kernels={"torch": _torch_conv_weight}, **_FACTS,
-    doc="convolution_weight(x, g): the adjoint of convolution in its weight")
+    kernels={"torch": _torch_conv_weight, "numpy": on_numpy(_convolution_weight)},
+    **_FACTS, doc="convolution_weight(x, g): the adjoint of convolution in its weight")

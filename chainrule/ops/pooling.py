@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import TypeInferenceError
 from .common import REQUIRED, DType, TensorType, define, fmt, tensor_types
-from .convolution import offset_slices, pad_spatial
+from .convolution import offset_slices, on_numpy, pad_spatial
 
 __all__ = ["max_pool", "max_pool_select", "max_pool_scatter", "avg_pool",
            "avg_pool_transpose", "pool_output_size"]
@@ -411,27 +411,32 @@ _MAX_ATTRS = {"kernel": REQUIRED, "stride": REQUIRED, "padding": REQUIRED,
 _AVG_ATTRS = {"kernel": REQUIRED, "stride": REQUIRED, "padding": REQUIRED, "ceil_mode": False,
               "count_include_pad": True, "divisor_override": None}
 
+def _kernels(numpy_kernel, torch_kernel) -> dict:
+    return {"torch": torch_kernel, "numpy": on_numpy(numpy_kernel)}
+
+
 max_pool = define(
     "max_pool", _pool_type("max_pool", False), _max_pool, 1, _MAX_ATTRS,
-    _normalize("max_pool"), fresh=True, aliases=False, kernels={"torch": _torch_max_pool},
+    _normalize("max_pool"), fresh=True, aliases=False,
+    kernels=_kernels(_max_pool, _torch_max_pool),
     doc="max_pool(x): the maximum of each window over the trailing axes")
 max_pool_select = define(
     "max_pool_select", _select_type, _max_pool_select, 2, _MAX_ATTRS,
     _normalize("max_pool_select"), fresh=True, aliases=False, linear=(1,),
-    kernels={"torch": _torch_max_select},
+    kernels=_kernels(_max_pool_select, _torch_max_select),
     doc="max_pool_select(x, v): v at the positions of the maxima of x's windows")
 max_pool_scatter = define(
     "max_pool_scatter", _scatter_type, _max_pool_scatter, 2, _MAX_ATTRS,
     _normalize("max_pool_scatter"), fresh=True, aliases=False, linear=(1,),
-    kernels={"torch": _torch_max_scatter},
+    kernels=_kernels(_max_pool_scatter, _torch_max_scatter),
     doc="max_pool_scatter(x, g): g added at the positions of the maxima of x's windows")
 avg_pool = define(
     "avg_pool", _pool_type("avg_pool", True), _avg_pool, 1, _AVG_ATTRS,
     _normalize("avg_pool"), fresh=True, aliases=False, linear="all",
-    kernels={"torch": _torch_avg_pool},
+    kernels=_kernels(_avg_pool, _torch_avg_pool),
     doc="avg_pool(x): the mean of each window over the trailing axes")
 avg_pool_transpose = define(
     "avg_pool_transpose", _avg_transpose_type, _avg_pool_transpose, 1,
     {**_AVG_ATTRS, "shape": REQUIRED}, _normalize("avg_pool_transpose"), fresh=True,
-    aliases=False, linear="all", kernels={"torch": _torch_avg_transpose},
+    aliases=False, linear="all", kernels=_kernels(_avg_pool_transpose, _torch_avg_transpose),
     doc="avg_pool_transpose(g): the transpose of avg_pool (each window's share spread back)")
