@@ -273,6 +273,18 @@ def _convolution_transpose(g, w, stride, padding, dilation, groups, shape):
     g, w = g.astype(dtype, copy=False), w.astype(dtype, copy=False)
     kernel, out = w.shape[2:], g.shape[2:]
     o, cg = w.shape[:2]
+    reach = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    if all(s == 1 for s in stride) and all(lo <= r and hi <= r for (lo, hi), r in zip(
+            padding, reach)):
+        # unit stride: the convolution of g, padded by what the windows reach past x's
+        # padding, with the kernel flipped and its channel axes swapped (one im2col and
+        # one GEMM, as the forward convolution: no scatter of columns)
+        n = len(kernel)
+        flipped = w.reshape(groups, o // groups, cg, *kernel).swapaxes(1, 2)
+        flipped = flipped[(Ellipsis, *(slice(None, None, -1),) * n)]
+        flipped = np.ascontiguousarray(flipped).reshape(cg * groups, o // groups, *kernel)
+        pads = tuple((r - lo, r - hi) for (lo, hi), r in zip(padding, reach))
+        return _convolution(g, flipped, (1,) * n, pads, dilation, groups)
     big_n = g.shape[0]
     wm = w.reshape(groups, o // groups, cg * math.prod(kernel))
     gm = g.reshape(big_n, groups, o // groups, math.prod(out))
@@ -290,11 +302,40 @@ def _convolution_weight(x, g, stride, padding, dilation, groups, kernel):
     dtype = _dtype(x, g)
     x, g = x.astype(dtype, copy=False), g.astype(dtype, copy=False)
     out = g.shape[2:]
-    cols = _columns(x, kernel, out, stride, padding, dilation, groups)  # (N, G, CgK, L)
     big_n, o = g.shape[:2]
+    c = x.shape[1]
+    if all(s == 1 for s in stride):
+        return _weight_unit_stride(x, g, padding, dilation, groups, kernel)
+    cols = _columns(x, kernel, out, stride, padding, dilation, groups)  # (N, G, CgK, L)
     gm = g.reshape(big_n, groups, o // groups, math.prod(out))
     dw = np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(axis=0)  # (G, O/G, CgK)
-    return dw.reshape(o, x.shape[1] // groups, *kernel)
+    return dw.reshape(o, c // groups, *kernel)
+
+
+def _weight_unit_stride(x, g, padding, dilation, groups, kernel):
+    """The weight gradient at unit stride without im2col: on the padded input flattened,
+    the window elements at one kernel offset are one contiguous run (of the output's
+    rows, with the columns between rows skipped by zeros in g), a matrix BLAS reads in
+    place: one GEMM per offset, with the long inner dimension."""
+    n = len(kernel)
+    big_n, o = g.shape[:2]
+    c = x.shape[1]
+    xp = pad_spatial(x, padding)
+    padded = xp.shape[2:]
+    steps = [math.prod(padded[a + 1:]) for a in range(n)]  # flat strides of the padded grid
+    out = g.shape[2:]
+    length = sum((q - 1) * st for q, st in zip(out, steps)) + 1
+    flat = xp.reshape(big_n, groups, c // groups, -1)
+    spread = np.zeros((big_n, o, math.prod(padded)), g.dtype)
+    item = spread.itemsize
+    as_strided(spread, g.shape, spread.strides[:2] + tuple(st * item for st in steps))[...] = g
+    spread = spread[:, :, :length].reshape(big_n, groups, o // groups, length)
+    dw = np.empty((groups, o // groups, c // groups, math.prod(kernel)), g.dtype)
+    for k, idx in enumerate(itertools.product(*(range(kk) for kk in kernel))):
+        start = sum(i * d * st for i, d, st in zip(idx, dilation, steps))
+        part = flat[..., start:start + length]  # (N, G, Cg, length), rows in place
+        dw[..., k] = np.matmul(spread, part.swapaxes(-1, -2)).sum(axis=0)
+    return dw.reshape(o, c // groups, *kernel)
 
 
 # -- PyTorch kernels -------------------------------------------------------------------------
