@@ -244,15 +244,55 @@ def offset_slices(kernel, out, stride, dilation):
                        for i, d, s, o in zip(idx, dilation, stride, out))
 
 
-def _columns(x, kernel, out, stride, padding, dilation, groups) -> np.ndarray:
-    """im2col: ``(N, G, C/G * prod(kernel), prod(out))``, one copy of the windows."""
+# im2col goes a few samples at a time into one buffer, each chunk multiplied while it is
+# still in cache: copying all the columns at once and then reading them back costs as
+# much again as the GEMM (measured: 17 ms against 11.5 ms for a 64x32x28x28 3x3 float32
+# convolution)
+_CHUNK_BYTES = 4 << 20
+
+
+def _column_chunks(x, kernel, out, stride, padding, dilation, groups):
+    """im2col by chunks of samples: ``(samples slice, columns (n, G, C/G * prod(kernel),
+    prod(out)))``, the columns in a buffer reused from chunk to chunk (and the padding
+    too: each chunk is copied into the middle of a zero-bordered buffer)."""
     n = len(kernel)
-    xp = pad_spatial(x, padding)
-    win = windows(xp, out, kernel, stride, dilation)  # (N, C, *out, *kernel)
+    big_n, c = x.shape[:2]
+    per_sample = c * math.prod(kernel) * math.prod(out) * x.itemsize
+    step = max(1, min(big_n, _CHUNK_BYTES // max(per_sample, 1)))
+    padded = any(lo or hi for lo, hi in padding)
+    if padded:
+        pbuf = np.zeros((step, c, *(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], padding))),
+                        x.dtype)
+        inner = (slice(None), slice(None), *(slice(lo, lo + s) for s, (lo, _) in zip(
+            x.shape[2:], padding)))
+    buf = np.empty((step, c, *kernel, *out), x.dtype)
     order = (0, 1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n))
-    cols = np.ascontiguousarray(win.transpose(order))
-    c = x.shape[1]
-    return cols.reshape(x.shape[0], groups, c // groups * math.prod(kernel), math.prod(out))
+    rows = c // groups * math.prod(kernel)
+    for start in range(0, big_n, step):
+        stop = min(big_n, start + step)
+        if padded:
+            source = pbuf[:stop - start]
+            source[inner] = x[start:stop]
+        else:
+            source = x[start:stop]
+        part = buf[:stop - start]
+        np.copyto(part, windows(source, out, kernel, stride, dilation).transpose(order))
+        yield slice(start, stop), part.reshape(stop - start, groups, rows, math.prod(out))
+
+
+# below this many output positions per sample, one GEMM over all samples at once beats a
+# GEMM per sample (a batch of tiny products costs its per-call overhead each)
+_WIDE_BELOW = 256
+
+
+def _wide_columns(x, kernel, out, stride, padding, dilation, groups):
+    """im2col with the samples side by side: ``(G, C/G * prod(kernel), prod(out) * N)``,
+    the sample index fastest (the copy's inner loop runs over the samples: over a small
+    image's short rows it would pay its per-row cost for a handful of elements)."""
+    n = len(kernel)
+    win = windows(pad_spatial(x, padding), out, kernel, stride, dilation)
+    win = win.transpose((1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n), 0))
+    return np.ascontiguousarray(win).reshape(groups, -1, x.shape[0] * math.prod(out))
 
 
 def _convolution(x, w, stride, padding, dilation, groups):
@@ -261,10 +301,15 @@ def _convolution(x, w, stride, padding, dilation, groups):
     kernel = w.shape[2:]
     out = tuple(conv_output_size(s, k, st, p, d) for s, k, st, p, d in zip(
         x.shape[2:], kernel, stride, padding, dilation))
-    cols = _columns(x, kernel, out, stride, padding, dilation, groups)
     o = w.shape[0]
     wm = w.reshape(groups, o // groups, -1)
-    y = np.matmul(wm, cols)  # (N, G, O/G, L): one GEMM per sample and group
+    if math.prod(out) < _WIDE_BELOW:
+        cols = _wide_columns(x, kernel, out, stride, padding, dilation, groups)
+        y = np.matmul(wm, cols).reshape(o, *out, x.shape[0])  # (O, *out, N)
+        return np.ascontiguousarray(np.moveaxis(y, -1, 0))
+    y = np.empty((x.shape[0], groups, o // groups, math.prod(out)), dtype)
+    for samples, cols in _column_chunks(x, kernel, out, stride, padding, dilation, groups):
+        np.matmul(wm, cols, out=y[samples])  # one GEMM per sample and group
     return y.reshape(x.shape[0], o, *out)
 
 
@@ -304,38 +349,16 @@ def _convolution_weight(x, g, stride, padding, dilation, groups, kernel):
     out = g.shape[2:]
     big_n, o = g.shape[:2]
     c = x.shape[1]
-    if all(s == 1 for s in stride):
-        return _weight_unit_stride(x, g, padding, dilation, groups, kernel)
-    cols = _columns(x, kernel, out, stride, padding, dilation, groups)  # (N, G, CgK, L)
+    if math.prod(out) < _WIDE_BELOW:
+        cols = _wide_columns(x, kernel, out, stride, padding, dilation, groups)
+        gm = np.ascontiguousarray(np.moveaxis(g, 0, -1)).reshape(groups, o // groups, -1)
+        return np.matmul(gm, cols.swapaxes(1, 2)).reshape(o, c // groups, *kernel)
     gm = g.reshape(big_n, groups, o // groups, math.prod(out))
-    dw = np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(axis=0)  # (G, O/G, CgK)
-    return dw.reshape(o, c // groups, *kernel)
-
-
-def _weight_unit_stride(x, g, padding, dilation, groups, kernel):
-    """The weight gradient at unit stride without im2col: on the padded input flattened,
-    the window elements at one kernel offset are one contiguous run (of the output's
-    rows, with the columns between rows skipped by zeros in g), a matrix BLAS reads in
-    place: one GEMM per offset, with the long inner dimension."""
-    n = len(kernel)
-    big_n, o = g.shape[:2]
-    c = x.shape[1]
-    xp = pad_spatial(x, padding)
-    padded = xp.shape[2:]
-    steps = [math.prod(padded[a + 1:]) for a in range(n)]  # flat strides of the padded grid
-    out = g.shape[2:]
-    length = sum((q - 1) * st for q, st in zip(out, steps)) + 1
-    flat = xp.reshape(big_n, groups, c // groups, -1)
-    spread = np.zeros((big_n, o, math.prod(padded)), g.dtype)
-    item = spread.itemsize
-    as_strided(spread, g.shape, spread.strides[:2] + tuple(st * item for st in steps))[...] = g
-    spread = spread[:, :, :length].reshape(big_n, groups, o // groups, length)
-    dw = np.empty((groups, o // groups, c // groups, math.prod(kernel)), g.dtype)
-    for k, idx in enumerate(itertools.product(*(range(kk) for kk in kernel))):
-        start = sum(i * d * st for i, d, st in zip(idx, dilation, steps))
-        part = flat[..., start:start + length]  # (N, G, Cg, length), rows in place
-        dw[..., k] = np.matmul(spread, part.swapaxes(-1, -2)).sum(axis=0)
-    return dw.reshape(o, c // groups, *kernel)
+    dw = np.zeros((groups, c // groups * math.prod(kernel), o // groups), dtype)
+    for samples, cols in _column_chunks(x, kernel, out, stride, padding, dilation, groups):
+        # (CgK, L) @ (L, O/G): BLAS reads g's rows transposed in place
+        dw += np.matmul(cols, gm[samples].swapaxes(-1, -2)).sum(axis=0)
+    return np.ascontiguousarray(dw.swapaxes(1, 2)).reshape(o, c // groups, *kernel)
 
 
 # -- PyTorch kernels -------------------------------------------------------------------------

@@ -3,7 +3,8 @@ semantics: windows of ``kernel``, ``stride``, symmetric implicit ``padding``,
 ``ceil_mode``): the leading axes (batch, channels, a vmap axis) are independent.
 
 Max pooling is three ops closed under differentiation. With ``i(x)`` the position of
-each window's maximum (the first one, as PyTorch picks; a NaN wins, as in PyTorch):
+each window's maximum (the first one, as PyTorch picks; a NaN wins, as in PyTorch, the
+first NaN of a window where PyTorch takes the last):
 
 - ``max_pool(x) = x[i(x)]``;
 - ``max_pool_select(x, v) = v[i(x)]`` (the JVP of ``max_pool``: linear in ``v``);
@@ -195,6 +196,8 @@ def _max_pool(x, kernel, stride, padding, dilation, ceil_mode):
     xp = pad_spatial(x, pads, _lowest(x.dtype))
     lead = _lead(x.ndim, n)
     acc = None
+    # elementwise maxima of strided slices: NumPy reduces a short window axis (np.max
+    # over a (..., k*k) view) an order of magnitude slower
     for _, sl in offset_slices(kernel, out, stride, dilation):
         part = xp[(*lead, *sl)]
         if acc is None:
@@ -204,50 +207,62 @@ def _max_pool(x, kernel, stride, padding, dilation, ceil_mode):
     return acc
 
 
-def _argmax(x, kernel, stride, padding, dilation, ceil_mode):
-    """(the kernel offset of each window's maximum, pooled shape, paddings)."""
+def _first_maxima(x, kernel, stride, padding, dilation, ceil_mode):
+    """(pooled shape, paddings, [(slices, hit)]): for each kernel offset, the slices of
+    the padded input it reads and where it holds its window's first maximum (or first
+    NaN). Exactly one offset hits per window."""
     n = len(kernel)
     out, pads = _layout(x.shape[x.ndim - n:], kernel, stride, padding, dilation, ceil_mode)
+    top = _max_pool(x, kernel, stride, padding, dilation, ceil_mode)
     xp = pad_spatial(x, pads, _lowest(x.dtype))
     lead = _lead(x.ndim, n)
-    best = idx = None
-    for k, sl in offset_slices(kernel, out, stride, dilation):
+    nans = x.dtype.kind == "f" and bool(np.isnan(top).any())
+    taken = None
+    hits = []
+    for _, sl in offset_slices(kernel, out, stride, dilation):
         part = xp[(*lead, *sl)]
-        if best is None:
-            best, idx = part.copy(), np.zeros(part.shape, np.int32)
-            continue
-        # PyTorch's rule: a strictly larger value or a NaN takes the window
-        win = part > best
-        if x.dtype.kind == "f":
-            win |= np.isnan(part)
-        np.copyto(best, part, where=win)
-        idx[win] = k
-    return idx, out, pads
+        hit = part == top
+        if nans:
+            hit |= np.isnan(part) & np.isnan(top)
+        if taken is None:
+            taken = hit.copy()
+        else:
+            np.greater(hit, taken, out=hit)  # a hit where no earlier offset hit
+            taken |= hit
+        hits.append(((*lead, *sl), hit))
+    return out, pads, hits
+
+
+def _disjoint(kernel, stride, dilation) -> bool:
+    return all(s >= (k - 1) * d + 1 for k, s, d in zip(kernel, stride, dilation))
 
 
 def _max_pool_select(x, v, kernel, stride, padding, dilation, ceil_mode):
-    idx, out, pads = _argmax(x, kernel, stride, padding, dilation, ceil_mode)
-    n = len(kernel)
+    out, pads, hits = _first_maxima(x, kernel, stride, padding, dilation, ceil_mode)
     vp = pad_spatial(v, pads)
-    lead = _lead(v.ndim, n)
-    res = np.zeros(idx.shape, v.dtype)
-    for k, sl in offset_slices(kernel, out, stride, dilation):
-        np.copyto(res, vp[(*lead, *sl)], where=idx == k)
+    res = np.zeros(hits[0][1].shape, v.dtype)
+    for sl, hit in hits:
+        np.copyto(res, vp[sl], where=hit)
     return res
 
 
 def _max_pool_scatter(x, g, kernel, stride, padding, dilation, ceil_mode):
-    idx, out, pads = _argmax(x, kernel, stride, padding, dilation, ceil_mode)
+    out, pads, hits = _first_maxima(x, kernel, stride, padding, dilation, ceil_mode)
     n = len(kernel)
     spatial = x.shape[x.ndim - n:]
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
     dxp = np.zeros((*x.shape[:x.ndim - n], *padded), g.dtype)
-    lead = _lead(x.ndim, n)
-    for k, sl in offset_slices(kernel, out, stride, dilation):
-        target = dxp[(*lead, *sl)]
-        np.add(target, g, out=target, where=idx == k)
+    disjoint = _disjoint(kernel, stride, dilation)
+    for sl, hit in hits:
+        target = dxp[sl]
+        if disjoint:  # windows that do not overlap: each position is written once
+            np.copyto(target, g, where=hit)
+        else:
+            np.add(target, g, out=target, where=hit)
+    if all(lo == 0 and hi == 0 for lo, hi in pads):
+        return dxp
     crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, pads))
-    return np.ascontiguousarray(dxp[(*lead, *crop)])
+    return np.ascontiguousarray(dxp[(*_lead(x.ndim, n), *crop)])
 
 
 def avg_pool_divisor(spatial, kernel, stride, padding, ceil_mode, count_include_pad,
