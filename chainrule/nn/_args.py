@@ -4,10 +4,21 @@ naming the function and the argument."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import ArgumentError, InvalidValueError
 from ..ir.op import is_dispatched
+
+# what the functions take and return: a NumPy array, a value being traced (inside
+# cr.grad / cr.jit / cr.vmap) or a tape tensor (numbers and lists are converted)
+Array = Any
+# an int for every spatial axis, or one int per axis
+Ints = int | tuple[int, ...]
+# PyTorch's convolution padding: ints, or "same" / "valid"
+Padding = int | tuple[int, ...] | str
+DTypeLike = np.dtype | type | str
 
 
 def array(x, who: str, what: str = "input"):

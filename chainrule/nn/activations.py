@@ -11,12 +11,12 @@ import numpy as np
 
 from .. import ops
 from ..errors import InvalidValueError
-from ._args import array, number
+from ._args import Array, DTypeLike, array, number
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-def relu(input, inplace=False):
+def relu(input: Array, inplace: bool = False) -> Array:
     """max(x, 0); its derivative at 0 is 0, as PyTorch's.
 
     >>> import numpy as np
@@ -26,7 +26,7 @@ def relu(input, inplace=False):
     return ops.relu(array(input, "relu"))
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
+def leaky_relu(input: Array, negative_slope: float = 0.01, inplace: bool = False) -> Array:
     """x for x > 0, else ``negative_slope * x``.
 
     >>> import numpy as np
@@ -38,7 +38,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return ops.where(x > 0, x, x * slope)
 
 
-def elu(input, alpha=1.0, inplace=False):
+def elu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
     """x for x > 0, else ``alpha * (exp(x) - 1)``.
 
     >>> import numpy as np
@@ -51,7 +51,7 @@ def elu(input, alpha=1.0, inplace=False):
     return ops.where(x > 0, x, alpha * ops.expm1(ops.minimum(x, 0)))
 
 
-def gelu(input, approximate="none"):
+def gelu(input: Array, approximate: str = "none") -> Array:
     """x Phi(x) (``approximate="none"``, through erf: needs SciPy's kernel on NumPy, ``pip
     install scipy``) or its tanh approximation (``approximate="tanh"``), as PyTorch.
 
@@ -67,7 +67,7 @@ def gelu(input, approximate="none"):
     raise InvalidValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
-def silu(input, inplace=False):
+def silu(input: Array, inplace: bool = False) -> Array:
     """x sigmoid(x) (swish).
 
     >>> import numpy as np
@@ -78,7 +78,7 @@ def silu(input, inplace=False):
     return x * ops.sigmoid(x)
 
 
-def softplus(input, beta=1.0, threshold=20.0):
+def softplus(input: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
     """log(1 + exp(beta x)) / beta, and x itself where ``beta x > threshold`` (PyTorch's
     switch to the linear function).
 
@@ -99,7 +99,7 @@ def softplus(input, beta=1.0, threshold=20.0):
     return ops.where(z > threshold, x, soft)
 
 
-def sigmoid(input):
+def sigmoid(input: Array) -> Array:
     """1 / (1 + exp(-x)).
 
     >>> import numpy as np
@@ -109,7 +109,7 @@ def sigmoid(input):
     return ops.sigmoid(array(input, "sigmoid"))
 
 
-def tanh(input):
+def tanh(input: Array) -> Array:
     """tanh(x).
 
     >>> import numpy as np
@@ -134,7 +134,8 @@ def _cast(x, dtype):
     return x if dtype is None else ops.astype(x, dtype=np.dtype(dtype))
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
+def softmax(input: Array, dim: int | None = None, _stacklevel: int = 3,
+            dtype: DTypeLike | None = None) -> Array:
     """exp(x) / sum(exp(x)) along ``dim``.
 
     >>> import numpy as np
@@ -147,7 +148,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     return ops.softmax(x, axis=_softmax_dim(x, dim, "softmax"))
 
 
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+def log_softmax(input: Array, dim: int | None = None, _stacklevel: int = 3,
+                dtype: DTypeLike | None = None) -> Array:
     """x - logsumexp(x) along ``dim``.
 
     >>> import numpy as np

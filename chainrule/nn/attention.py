@@ -9,12 +9,14 @@ import numpy as np
 
 from .. import ops
 from ..errors import InvalidValueError
-from ._args import array, number, shape_of
+from ._args import Array, array, number, shape_of
 from .stochastic import dropout
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, enable_gqa=False):
+def scaled_dot_product_attention(query: Array, key: Array, value: Array,
+                                 attn_mask: Array | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Array:
     """Attention of ``query`` ``(..., L, E)`` over ``key`` ``(..., S, E)`` and ``value``
     ``(..., S, Ev)``: ``softmax(query @ key^T * scale + bias) @ value`` with ``scale``
     ``1 / sqrt(E)`` by default. ``attn_mask`` is boolean (True: the position takes part)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..errors import InvalidValueError
-from ._args import array, check_rank, ntuple, shape_of
+from ._args import Array, Ints, Padding, array, check_rank, ntuple, shape_of
 
 
 def _padding(padding, n, kernel, dilation, stride, who) -> tuple:
@@ -126,7 +126,8 @@ def conv_transpose_nd(n: int, who: str, input, weight, bias, stride, padding, ou
     return ops.squeeze(y, axis=(0,)) if unbatched else y
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv1d(input: Array, weight: Array, bias: Array | None = None, stride: Ints = 1,
+           padding: Padding = 0, dilation: Ints = 1, groups: int = 1) -> Array:
     """1-D convolution (cross-correlation) of ``(N, C_in, L)`` with ``(C_out, C_in/groups,
     k)``, as ``torch.nn.functional.conv1d``; ``padding`` may be ``"same"`` or ``"valid"``.
 
@@ -137,7 +138,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return conv_nd(1, "conv1d", input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: Ints = 1,
+           padding: Padding = 0, dilation: Ints = 1, groups: int = 1) -> Array:
     """2-D convolution of ``(N, C_in, H, W)`` with ``(C_out, C_in/groups, kH, kW)``, as
     ``torch.nn.functional.conv2d``: ``stride``, ``padding`` (an int, a pair, ``"same"`` or
     ``"valid"``), ``dilation``, ``groups``, ``bias`` of shape ``(C_out,)``.
@@ -153,22 +155,25 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return conv_nd(2, "conv2d", input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv3d(input: Array, weight: Array, bias: Array | None = None, stride: Ints = 1,
+           padding: Padding = 0, dilation: Ints = 1, groups: int = 1) -> Array:
     """3-D convolution of ``(N, C_in, D, H, W)`` with ``(C_out, C_in/groups, kD, kH, kW)``,
     as ``torch.nn.functional.conv3d``."""
     return conv_nd(3, "conv3d", input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1):
+def conv_transpose1d(input: Array, weight: Array, bias: Array | None = None,
+                     stride: Ints = 1, padding: Ints = 0, output_padding: Ints = 0,
+                     groups: int = 1, dilation: Ints = 1) -> Array:
     """1-D transposed convolution, as ``torch.nn.functional.conv_transpose1d`` (weight
     ``(C_in, C_out/groups, k)``)."""
     return conv_transpose_nd(1, "conv_transpose1d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1):
+def conv_transpose2d(input: Array, weight: Array, bias: Array | None = None,
+                     stride: Ints = 1, padding: Ints = 0, output_padding: Ints = 0,
+                     groups: int = 1, dilation: Ints = 1) -> Array:
     """2-D transposed convolution ("deconvolution"), as
     ``torch.nn.functional.conv_transpose2d``: the gradient of ``conv2d`` with respect to
     its input. The weight is ``(C_in, C_out/groups, kH, kW)``; the output's size is
@@ -182,8 +187,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                              output_padding, groups, dilation)
 
 
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1):
+def conv_transpose3d(input: Array, weight: Array, bias: Array | None = None,
+                     stride: Ints = 1, padding: Ints = 0, output_padding: Ints = 0,
+                     groups: int = 1, dilation: Ints = 1) -> Array:
     """3-D transposed convolution, as ``torch.nn.functional.conv_transpose3d``."""
     return conv_transpose_nd(3, "conv_transpose3d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)

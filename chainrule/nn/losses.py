@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import InvalidValueError
-from ._args import array, check_float, number, reduction_of, shape_of
+from ._args import Array, array, check_float, number, reduction_of, shape_of
 
 
 def _reduce(loss, reduction, denominator=None):
@@ -88,8 +88,9 @@ def _nll(logp, target, weight, ignore_index, reduction, who):
     return loss, w_t, hot, valid, weight
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-             reduction="mean"):
+def nll_loss(input: Array, target: Array, weight: Array | None = None,
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = "mean") -> Array:
     """The negative log-likelihood of class indices ``target`` under log-probabilities
     ``input`` (``(N, C)``, ``(C,)`` or ``(N, C, d1, ...)``): ``-weight[t] * input[t]``,
     averaged over the targets' weights with ``reduction="mean"``, targets equal to
@@ -107,8 +108,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return _reduce(loss, reduction, ops.sum(w_t))
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
-                  reduce=None, reduction="mean", label_smoothing=0.0):
+def cross_entropy(input: Array, target: Array, weight: Array | None = None,
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Array:
     """The cross entropy of logits ``input`` (``(N, C)``, ``(C,)`` or ``(N, C, d1, ...)``)
     against class indices (an integer ``target`` without the class axis) or class
     probabilities (a float ``target`` shaped like the input), as
@@ -155,7 +158,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return (1 - eps) * out + smooth * (eps / classes)
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+def mse_loss(input: Array, target: Array, size_average: bool | None = None,
+             reduce: bool | None = None, reduction: str = "mean",
+             weight: Array | None = None) -> Array:
     """The squared error ``(input - target)^2`` (broadcast), reduced; ``weight`` (if given)
     multiplies each term, as ``torch.nn.functional.mse_loss``.
 
@@ -173,8 +178,11 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _reduce(loss, reduction)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
-                                     reduce=None, reduction="mean", pos_weight=None):
+def binary_cross_entropy_with_logits(input: Array, target: Array,
+                                     weight: Array | None = None,
+                                     size_average: bool | None = None,
+                                     reduce: bool | None = None, reduction: str = "mean",
+                                     pos_weight: Array | None = None) -> Array:
     """The binary cross entropy of logits: ``-pos_weight t log sigmoid(x) - (1 - t) log(1 -
     sigmoid(x))``, computed without overflow as ``(1 - t) x + (1 + (pos_weight - 1) t)
     softplus(-x)``, times ``weight``, as ``torch.nn.functional.binary_cross_entropy_with_logits``.

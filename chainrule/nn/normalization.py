@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from .. import ops
 from ..errors import InvalidValueError
-from ._args import array, check_float, number, shape_of
+from ._args import Array, array, check_float, number, shape_of
 
 
 def _affine(y, weight, bias, shape, who):
@@ -42,7 +42,9 @@ def _normalize(x, axes, eps):
     return centered / ops.sqrt(var + eps), mean, var
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(input: Array, normalized_shape: int | tuple[int, ...],
+               weight: Array | None = None, bias: Array | None = None,
+               eps: float = 1e-5) -> Array:
     """Normalize over the trailing axes ``normalized_shape`` (mean 0, variance 1, biased
     variance), then scale by ``weight`` and shift by ``bias`` (both of that shape), as
     ``torch.nn.functional.layer_norm``.
@@ -76,8 +78,10 @@ class BatchNormResult(NamedTuple):
     running_var: object
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-5):
+def batch_norm(input: Array, running_mean: Array | None, running_var: Array | None,
+               weight: Array | None = None, bias: Array | None = None,
+               training: bool = False, momentum: float | None = 0.1,
+               eps: float = 1e-5) -> Array | BatchNormResult:
     """Normalize each channel (axis 1) over the batch and spatial axes, as
     ``torch.nn.functional.batch_norm``.
 
@@ -148,7 +152,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                            (1 - m) * running_var + m * batch_var)
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+def group_norm(input: Array, num_groups: int, weight: Array | None = None,
+               bias: Array | None = None, eps: float = 1e-5) -> Array:
     """Normalize the channels (axis 1) in ``num_groups`` groups, each over its channels and
     the spatial axes, then scale and shift per channel, as
     ``torch.nn.functional.group_norm``.

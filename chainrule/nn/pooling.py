@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import InvalidValueError
-from ._args import array, check_rank, ntuple, shape_of
+from ._args import Array, Ints, array, check_rank, ntuple, shape_of
 
 _AXES = {1: "L", 2: "H, W", 3: "D, H, W"}
 
@@ -46,15 +46,17 @@ def max_pool_nd(n, who, input, kernel_size, stride, padding, dilation, ceil_mode
     return out, ops.max_pool_select(ops.stop_gradient(x), where, **attrs)
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
+def max_pool1d(input: Array, kernel_size: Ints, stride: Ints | None = None,
+               padding: Ints = 0, dilation: Ints = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Array | tuple[Array, Array]:
     """1-D max pooling over ``(N, C, L)``, as ``torch.nn.functional.max_pool1d``."""
     return max_pool_nd(1, "max_pool1d", input, kernel_size, stride, padding, dilation,
                        ceil_mode, return_indices)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
+def max_pool2d(input: Array, kernel_size: Ints, stride: Ints | None = None,
+               padding: Ints = 0, dilation: Ints = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Array | tuple[Array, Array]:
     """2-D max pooling over ``(N, C, H, W)``, as ``torch.nn.functional.max_pool2d``:
     padding counts as -inf, the gradient goes to the first maximum of each window.
 
@@ -67,8 +69,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                        ceil_mode, return_indices)
 
 
-def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
+def max_pool3d(input: Array, kernel_size: Ints, stride: Ints | None = None,
+               padding: Ints = 0, dilation: Ints = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Array | tuple[Array, Array]:
     """3-D max pooling over ``(N, C, D, H, W)``, as ``torch.nn.functional.max_pool3d``."""
     return max_pool_nd(3, "max_pool3d", input, kernel_size, stride, padding, dilation,
                        ceil_mode, return_indices)
@@ -84,15 +87,17 @@ def avg_pool_nd(n, who, input, kernel_size, stride, padding, ceil_mode, count_in
                         divisor_override=divisor_override)
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True):
+def avg_pool1d(input: Array, kernel_size: Ints, stride: Ints | None = None,
+               padding: Ints = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Array:
     """1-D average pooling, as ``torch.nn.functional.avg_pool1d``."""
     return avg_pool_nd(1, "avg_pool1d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, None)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
+def avg_pool2d(input: Array, kernel_size: Ints, stride: Ints | None = None,
+               padding: Ints = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Array:
     """2-D average pooling over ``(N, C, H, W)``, as ``torch.nn.functional.avg_pool2d``
     (``count_include_pad``: whether the zeros of the padding count in the mean).
 
@@ -105,8 +110,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                        count_include_pad, divisor_override)
 
 
-def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
+def avg_pool3d(input: Array, kernel_size: Ints, stride: Ints | None = None,
+               padding: Ints = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Array:
     """3-D average pooling, as ``torch.nn.functional.avg_pool3d``."""
     return avg_pool_nd(3, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
@@ -154,13 +160,13 @@ def _swap(ndim, axis) -> tuple:
     return tuple(perm)
 
 
-def adaptive_avg_pool1d(input, output_size):
+def adaptive_avg_pool1d(input: Array, output_size: Ints) -> Array:
     """1-D adaptive average pooling to ``output_size`` positions, as
     ``torch.nn.functional.adaptive_avg_pool1d``."""
     return adaptive_avg_pool_nd(1, "adaptive_avg_pool1d", input, output_size)
 
 
-def adaptive_avg_pool2d(input, output_size):
+def adaptive_avg_pool2d(input: Array, output_size: Ints | tuple[int | None, ...]) -> Array:
     """2-D adaptive average pooling to ``output_size`` (an int, a pair; ``None`` keeps that
     axis), as ``torch.nn.functional.adaptive_avg_pool2d``: window i along an axis of size
     S covers ``[floor(i S / o), ceil((i + 1) S / o))``.

@@ -9,11 +9,12 @@ from .. import numpy as cnp
 from .. import ops
 from ..errors import InvalidValueError
 from ..ir.op import is_dispatched
-from ._args import array, check_int, check_rank, shape_of
+from ._args import Array, array, check_int, check_rank, shape_of
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
+def embedding(input: Array, weight: Array, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Array:
     """The rows ``weight[input]`` (``weight`` is ``(num_embeddings, embedding_dim)``, the
     result ``(*input.shape, embedding_dim)``), as ``torch.nn.functional.embedding``. The
     row ``padding_idx`` gets no gradient. ``max_norm`` (which PyTorch applies by changing
@@ -51,7 +52,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return ops.where(pad, ops.stop_gradient(rows), rows)
 
 
-def one_hot(tensor, num_classes=-1):
+def one_hot(tensor: Array, num_classes: int = -1) -> Array:
     """Integer class indices as one-hot int64 vectors along a new last axis, as
     ``torch.nn.functional.one_hot``; ``num_classes=-1`` takes the largest index + 1
     (which needs concrete values: inside a compiled function give ``num_classes``).

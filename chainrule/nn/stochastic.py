@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import ArgumentError
-from ._args import array, number, shape_of
+from ._args import Array, array, number, shape_of
 
 
 def _uniform(shape, generator, key):
@@ -36,7 +36,9 @@ def _uniform(shape, generator, key):
                         f"{type(generator).__name__}")
 
 
-def dropout(input, p=0.5, training=True, inplace=False, *, generator=None, key=None):
+def dropout(input: Array, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+            generator: np.random.Generator | np.random.RandomState | None = None,
+            key: Array | None = None) -> Array:
     """Zero each element with probability ``p`` (a fresh mask at every call), scaling the
     others by ``1 / (1 - p)``; the input itself when ``training`` is False or ``p == 0``.
     ``generator`` (a NumPy generator) or ``key`` (a ``cr.random`` key) choose where the
