@@ -458,3 +458,13 @@ def test_bad_input_inside_transforms():
         cr.grad(lambda x: cnp.sum(F.conv2d(x, U(4, 1, 3, 3), groups=2)))(U(1, 3, 5, 5))
     with pytest.raises(ChainruleError, match="expected input to be"):
         cr.jit(lambda x: F.max_pool2d(x, 2))(U(4))
+
+
+def test_max_pool_gradient_of_infinities_stays_where_it_goes():
+    """An infinite cotangent reaches the window's maximum alone (no 0 * inf = nan)."""
+    x = np.array([[[[1.0, 3.0], [2.0, 0.0]]]])
+    dx = cr.vjp(lambda x: F.max_pool2d(x, 2), x)[1](np.array([[[[np.inf]]]]))[0]
+    np.testing.assert_array_equal(dx, [[[[0.0, np.inf], [0.0, 0.0]]]])
+    dx = cr.vjp(lambda x: F.max_pool2d(x, 2, stride=1, padding=1), x)[1](
+        np.full((1, 1, 3, 3), -np.inf))[0]
+    assert not np.isnan(dx).any()

@@ -27,11 +27,14 @@ array([[ 5.,  7.],
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import numpy as np
 
 from ..errors import TypeInferenceError
 from .common import REQUIRED, DType, TensorType, define, fmt, tensor_types
-from .convolution import offset_slices, on_numpy, pad_spatial
+from .convolution import offset_slices, on_numpy
 
 __all__ = ["max_pool", "max_pool_select", "max_pool_scatter", "avg_pool",
            "avg_pool_transpose", "pool_output_size"]
@@ -186,42 +189,71 @@ def _lowest(dtype):
     return np.iinfo(dtype).min
 
 
-def _lead(ndim, n):
-    return (slice(None),) * (ndim - n)
+class _Plan(NamedTuple):
+    out: tuple  # the pooled shape
+    pads: tuple  # (low, high) per pooled axis, covering every window
+    padded: tuple  # the padded shape of the pooled axes
+    slices: tuple  # per kernel offset, the index of the padded array it reads
+    crop: tuple | None  # the index of the input inside the padded array (None: no padding)
+    disjoint: bool  # windows that never overlap
 
 
-def _max_pool(x, kernel, stride, padding, dilation, ceil_mode):
+@functools.lru_cache(maxsize=512)
+def _plan(ndim, spatial, kernel, stride, padding, dilation, ceil_mode) -> _Plan:
+    """Everything about a pooling's layout that does not depend on values, worked out
+    once per shape: the kernels then run a few NumPy calls per kernel offset and no
+    Python arithmetic (on a small batch that arithmetic costs more than the pooling)."""
+    out, pads = _layout(spatial, kernel, stride, padding, dilation, ceil_mode)
+    lead = (slice(None),) * (ndim - len(kernel))
+    slices = tuple((*lead, *sl) for _, sl in offset_slices(kernel, out, stride, dilation))
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
+    crop = None
+    if any(lo or hi for lo, hi in pads):
+        crop = (*lead, *(slice(lo, lo + s) for s, (lo, _) in zip(spatial, pads)))
+    disjoint = all(st >= (k - 1) * d + 1 for k, st, d in zip(kernel, stride, dilation))
+    return _Plan(out, pads, padded, slices, crop, disjoint)
+
+
+def _plan_of(x, kernel, stride, padding, dilation, ceil_mode) -> _Plan:
     n = len(kernel)
-    out, pads = _layout(x.shape[x.ndim - n:], kernel, stride, padding, dilation, ceil_mode)
-    xp = pad_spatial(x, pads, _lowest(x.dtype))
-    lead = _lead(x.ndim, n)
-    acc = None
+    return _plan(x.ndim, tuple(x.shape[x.ndim - n:]), tuple(kernel), tuple(stride),
+                 tuple(padding), tuple(dilation), bool(ceil_mode))
+
+
+def _padded(x, plan: _Plan, value=0):
+    if plan.crop is None:
+        return x
+    xp = np.full((*x.shape[:x.ndim - len(plan.out)], *plan.padded), value, x.dtype)
+    xp[plan.crop] = x
+    return xp
+
+
+def _max_of(xp, plan: _Plan):
     # elementwise maxima of strided slices: NumPy reduces a short window axis (np.max
     # over a (..., k*k) view) an order of magnitude slower
-    for _, sl in offset_slices(kernel, out, stride, dilation):
-        part = xp[(*lead, *sl)]
-        if acc is None:
-            acc = part.copy()
-        else:
-            np.maximum(acc, part, out=acc)  # NaN propagates, as in PyTorch
+    first, *rest = plan.slices
+    acc = xp[first].copy()
+    for sl in rest:
+        np.maximum(acc, xp[sl], out=acc)  # NaN propagates, as in PyTorch
     return acc
 
 
-def _first_maxima(x, kernel, stride, padding, dilation, ceil_mode):
-    """(pooled shape, paddings, [(slices, hit)]): for each kernel offset, the slices of
-    the padded input it reads and where it holds its window's first maximum (or first
-    NaN). Exactly one offset hits per window."""
-    n = len(kernel)
-    out, pads = _layout(x.shape[x.ndim - n:], kernel, stride, padding, dilation, ceil_mode)
-    top = _max_pool(x, kernel, stride, padding, dilation, ceil_mode)
-    xp = pad_spatial(x, pads, _lowest(x.dtype))
-    lead = _lead(x.ndim, n)
+def _max_pool(x, kernel, stride, padding, dilation, ceil_mode):
+    plan = _plan_of(x, kernel, stride, padding, dilation, ceil_mode)
+    return _max_of(_padded(x, plan, _lowest(x.dtype)), plan)
+
+
+def _first_maxima(x, plan: _Plan) -> list:
+    """For each kernel offset, where it holds its window's first maximum (or first NaN):
+    exactly one offset hits per window."""
+    xp = _padded(x, plan, _lowest(x.dtype))
+    top = _max_of(xp, plan)
     nans = x.dtype.kind == "f" and bool(np.isnan(top).any())
     taken = None
     hits = []
-    for _, sl in offset_slices(kernel, out, stride, dilation):
-        part = xp[(*lead, *sl)]
-        hit = part == top
+    for sl in plan.slices:
+        part = xp[sl]
+        hit = np.equal(part, top)
         if nans:
             hit |= np.isnan(part) & np.isnan(top)
         if taken is None:
@@ -229,42 +261,39 @@ def _first_maxima(x, kernel, stride, padding, dilation, ceil_mode):
         else:
             np.greater(hit, taken, out=hit)  # a hit where no earlier offset hit
             taken |= hit
-        hits.append(((*lead, *sl), hit))
-    return out, pads, hits
-
-
-def _disjoint(kernel, stride, dilation) -> bool:
-    return all(s >= (k - 1) * d + 1 for k, s, d in zip(kernel, stride, dilation))
+        hits.append(hit)
+    return hits
 
 
 def _max_pool_select(x, v, kernel, stride, padding, dilation, ceil_mode):
-    out, pads, hits = _first_maxima(x, kernel, stride, padding, dilation, ceil_mode)
-    vp = pad_spatial(v, pads)
-    res = np.zeros(hits[0][1].shape, v.dtype)
-    for sl, hit in hits:
+    plan = _plan_of(x, kernel, stride, padding, dilation, ceil_mode)
+    hits = _first_maxima(x, plan)
+    vp = _padded(v, plan)
+    res = np.zeros(hits[0].shape, v.dtype)
+    for sl, hit in zip(plan.slices, hits):
         np.copyto(res, vp[sl], where=hit)
     return res
 
 
 def _max_pool_scatter(x, g, kernel, stride, padding, dilation, ceil_mode):
-    out, pads, hits = _first_maxima(x, kernel, stride, padding, dilation, ceil_mode)
-    n = len(kernel)
-    spatial = x.shape[x.ndim - n:]
-    padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
-    dxp = np.zeros((*x.shape[:x.ndim - n], *padded), g.dtype)
-    disjoint = _disjoint(kernel, stride, dilation)
-    for sl, hit in hits:
+    plan = _plan_of(x, kernel, stride, padding, dilation, ceil_mode)
+    hits = _first_maxima(x, plan)
+    dxp = np.zeros((*x.shape[:x.ndim - len(kernel)], *plan.padded), g.dtype)
+    # g * hit is g or 0 exactly when g is finite, and a product into a strided slice
+    # costs a quarter of a masked copy (np.copyto with where=)
+    finite = g.dtype.kind != "f" or bool(np.isfinite(g).all())
+    for sl, hit in zip(plan.slices, hits):
         target = dxp[sl]
-        if disjoint:  # windows that do not overlap: each position is written once
-            np.copyto(target, g, where=hit)
+        if finite and plan.disjoint:  # windows that do not overlap: one write per position
+            np.multiply(g, hit, out=target)
+        elif finite:
+            target += g * hit
         else:
             np.add(target, g, out=target, where=hit)
-    if all(lo == 0 and hi == 0 for lo, hi in pads):
-        return dxp
-    crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, pads))
-    return np.ascontiguousarray(dxp[(*_lead(x.ndim, n), *crop)])
+    return dxp if plan.crop is None else np.ascontiguousarray(dxp[plan.crop])
 
 
+@functools.lru_cache(maxsize=256)
 def avg_pool_divisor(spatial, kernel, stride, padding, ceil_mode, count_include_pad,
                      divisor_override, out) -> np.ndarray | int:
     """What each window's sum is divided by (PyTorch's rule): the window's size clipped
@@ -285,6 +314,7 @@ def avg_pool_divisor(spatial, kernel, stride, padding, ceil_mode, count_include_
         div = np.multiply.outer(div, a)
     if np.all(div == div.flat[0]):
         return int(div.flat[0])
+    div.flags.writeable = False  # cached: shared by every call of this shape
     return div
 
 
@@ -292,21 +322,14 @@ def _avg_pool(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_
     dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
     x = x.astype(dtype, copy=False)
     n = len(kernel)
-    dilation = (1,) * n
-    spatial = x.shape[x.ndim - n:]
-    out, pads = _layout(spatial, kernel, stride, padding, dilation, ceil_mode)
-    xp = pad_spatial(x, pads)
-    lead = _lead(x.ndim, n)
-    acc = None
-    for _, sl in offset_slices(kernel, out, stride, dilation):
-        part = xp[(*lead, *sl)]
-        if acc is None:
-            acc = part.copy()
-        else:
-            acc += part
-    div = avg_pool_divisor(spatial, kernel, stride, padding, ceil_mode, count_include_pad,
-                           divisor_override, out)
-    acc /= np.asarray(div, dtype) if not isinstance(div, int) else dtype.type(div)
+    plan = _plan_of(x, kernel, stride, padding, (1,) * n, ceil_mode)
+    xp = _padded(x, plan)
+    first, *rest = plan.slices
+    acc = xp[first].copy()
+    for sl in rest:
+        acc += xp[sl]
+    acc /= _divisor(x.shape[x.ndim - n:], kernel, stride, padding, ceil_mode,
+                    count_include_pad, divisor_override, plan.out, dtype)
     return acc
 
 
@@ -314,19 +337,23 @@ def _avg_pool_transpose(g, kernel, stride, padding, ceil_mode, count_include_pad
                         divisor_override, shape):
     dtype = g.dtype if g.dtype.kind == "f" else np.dtype(np.float64)
     n = len(kernel)
-    dilation = (1,) * n
-    out, pads = _layout(shape, kernel, stride, padding, dilation, ceil_mode)
-    div = avg_pool_divisor(shape, kernel, stride, padding, ceil_mode, count_include_pad,
-                           divisor_override, out)
-    gd = g.astype(dtype) / (np.asarray(div, dtype) if not isinstance(div, int)
-                            else dtype.type(div))
-    padded = tuple(s + lo + hi for s, (lo, hi) in zip(shape, pads))
-    dxp = np.zeros((*g.shape[:g.ndim - n], *padded), dtype)
-    lead = _lead(g.ndim, n)
-    for _, sl in offset_slices(kernel, out, stride, dilation):
-        dxp[(*lead, *sl)] += gd
-    crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(shape, pads))
-    return np.ascontiguousarray(dxp[(*lead, *crop)])
+    lead = g.shape[:g.ndim - n]
+    plan = _plan(len(lead) + n, tuple(shape), tuple(kernel), tuple(stride), tuple(padding),
+                 (1,) * n, bool(ceil_mode))
+    gd = g.astype(dtype) / _divisor(shape, kernel, stride, padding, ceil_mode,
+                                    count_include_pad, divisor_override, plan.out, dtype)
+    dxp = np.zeros((*lead, *plan.padded), dtype)
+    for sl in plan.slices:
+        dxp[sl] += gd
+    return dxp if plan.crop is None else np.ascontiguousarray(dxp[plan.crop])
+
+
+def _divisor(spatial, kernel, stride, padding, ceil_mode, count_include_pad,
+             divisor_override, out, dtype):
+    div = avg_pool_divisor(tuple(spatial), tuple(kernel), tuple(stride), tuple(padding),
+                           bool(ceil_mode), bool(count_include_pad), divisor_override,
+                           tuple(out))
+    return dtype.type(div) if isinstance(div, int) else div.astype(dtype)
 
 
 # -- PyTorch kernels --------------------------------------------------------------------------
