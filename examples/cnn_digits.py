@@ -2,11 +2,12 @@
 
 Two convolutions (with ReLU and 2x2 max pooling) and a dense layer, written with
 ``chainrule.nn`` exactly as with ``torch.nn.functional``; one training step (loss,
-gradient, Adam update) is a single ``cr.jit``-compiled function. The digits ship with
-scikit-learn (no download). Prints the loss and test accuracy after each epoch (about
-98% after a few epochs) and, with matplotlib installed, saves the curves to a PNG.
+gradient, Adam update with a cosine learning-rate decay) is a single ``cr.jit``-compiled
+function. The digits ship with scikit-learn (no download). Prints the loss and test
+accuracy after each epoch (98-99% after a few epochs, over seeds 0-4: 97.8-99.4% at the
+end) and, with matplotlib installed, saves the curves to a PNG.
 
-    python examples/cnn_digits.py [--epochs 12] [--batch 32] [--lr 0.005] [--plot FILE]
+    python examples/cnn_digits.py [--epochs 12] [--batch 32] [--lr 0.01] [--plot FILE]
 
 Needs scikit-learn (``pip install scikit-learn``); matplotlib is optional.
 """
@@ -43,9 +44,9 @@ class Optimizer(NamedTuple):
     update: object
 
 
-def adam(learning_rate: float, b1: float = 0.9, b2: float = 0.999,
-         eps: float = 1e-8) -> Optimizer:
-    """Adam (Kingma & Ba): ``update(grads, state) -> (updates, state)``."""
+def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Optimizer:
+    """Adam (Kingma & Ba): ``update(grads, state) -> (updates, state)``; the learning rate
+    is a number or a schedule (a function of the step count, as in optax)."""
 
     def init(params) -> AdamState:
         zeros = tree_map(np.zeros_like, params)
@@ -55,7 +56,8 @@ def adam(learning_rate: float, b1: float = 0.9, b2: float = 0.999,
         count = state.count + 1
         mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, grads)
         nu = tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, state.nu, grads)
-        step = learning_rate * cnp.sqrt(1 - b2 ** count) / (1 - b1 ** count)
+        lr = learning_rate(count) if callable(learning_rate) else learning_rate
+        step = lr * cnp.sqrt(1 - b2 ** count) / (1 - b1 ** count)
         updates = tree_map(lambda m, v: -step * m / (cnp.sqrt(v) + eps), mu, nu)
         return updates, AdamState(count, mu, nu)
 
@@ -64,6 +66,17 @@ def adam(learning_rate: float, b1: float = 0.9, b2: float = 0.999,
 
 def apply_updates(params, updates):
     return tree_map(lambda p, u: p + u, params, updates)
+
+
+def cosine_decay(init_value: float, decay_steps: int):
+    """A schedule: ``init_value`` brought down to 0 along a half cosine over
+    ``decay_steps`` steps (optax's ``cosine_decay_schedule``)."""
+
+    def schedule(count):
+        t = cnp.minimum(count, decay_steps) / decay_steps
+        return init_value * 0.5 * (1 + cnp.cos(np.pi * t))
+
+    return schedule
 
 
 # -- the model ---------------------------------------------------------------------------------
@@ -147,17 +160,17 @@ def save_plot(losses, accuracies, path: str) -> None:
     print(f"saved the curves to {path}")
 
 
-def train(epochs: int = 12, batch: int = 32, lr: float = 5e-3, seed: int = 0,
+def train(epochs: int = 12, batch: int = 32, lr: float = 1e-2, seed: int = 0,
           plot: str | None = "cnn_digits.png", quiet: bool = False) -> float:
     """Train, print each epoch's loss and test accuracy; return the final accuracy."""
     x_train, y_train, x_test, y_test = load_digits_split(seed)
     rng = np.random.default_rng(seed)
     params = init_params(rng)
-    opt = adam(lr)
+    steps = len(y_train) // batch
+    opt = adam(cosine_decay(lr, epochs * steps))
     state = opt.init(params)
     step = make_step(opt)
     predict = cr.jit(model)
-    steps = len(y_train) // batch
     losses, accuracies = [], []
     for epoch in range(1, epochs + 1):
         start = time.perf_counter()
@@ -185,7 +198,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--lr", type=float, default=5e-3)
+    p.add_argument("--lr", type=float, default=1e-2, help="the initial learning rate "
+                   "(cosine decay to 0 over the epochs)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plot", default="cnn_digits.png",
                    help="where to save the loss/accuracy curves ('' for none)")
