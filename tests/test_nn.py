@@ -468,3 +468,17 @@ def test_max_pool_gradient_of_infinities_stays_where_it_goes():
     dx = cr.vjp(lambda x: F.max_pool2d(x, 2, stride=1, padding=1), x)[1](
         np.full((1, 1, 3, 3), -np.inf))[0]
     assert not np.isnan(dx).any()
+
+
+def test_cnn_digits_example_learns():
+    """examples/cnn_digits.py: two epochs already reach 90% on the held-out digits."""
+    pytest.importorskip("sklearn", reason="scikit-learn is not installed: "
+                                          "pip install scikit-learn")
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "cnn_digits.py"
+    spec = importlib.util.spec_from_file_location("cnn_digits", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    assert example.train(epochs=2, plot=None, quiet=True) > 0.9
