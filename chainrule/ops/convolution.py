@@ -292,7 +292,8 @@ def _wide_columns(x, kernel, out, stride, padding, dilation, groups):
     n = len(kernel)
     win = windows(pad_spatial(x, padding), out, kernel, stride, dilation)
     win = win.transpose((1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n), 0))
-    return np.ascontiguousarray(win).reshape(groups, -1, x.shape[0] * math.prod(out))
+    rows = x.shape[1] // groups * math.prod(kernel)
+    return np.ascontiguousarray(win).reshape(groups, rows, x.shape[0] * math.prod(out))
 
 
 def _convolution(x, w, stride, padding, dilation, groups):
@@ -351,7 +352,8 @@ def _convolution_weight(x, g, stride, padding, dilation, groups, kernel):
     c = x.shape[1]
     if math.prod(out) < _WIDE_BELOW:
         cols = _wide_columns(x, kernel, out, stride, padding, dilation, groups)
-        gm = np.ascontiguousarray(np.moveaxis(g, 0, -1)).reshape(groups, o // groups, -1)
+        gm = np.ascontiguousarray(np.moveaxis(g, 0, -1)).reshape(
+            groups, o // groups, math.prod(out) * big_n)
         return np.matmul(gm, cols.swapaxes(1, 2)).reshape(o, c // groups, *kernel)
     gm = g.reshape(big_n, groups, o // groups, math.prod(out))
     dw = np.zeros((groups, c // groups * math.prod(kernel), o // groups), dtype)
