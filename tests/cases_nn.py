@@ -6,7 +6,9 @@ grids of strides, paddings and groups are in tests/test_nn.py."""
 import numpy as np
 from namespace_cases import I, P, U, case
 
+import chainrule as cr
 import chainrule.nn as F
+import chainrule.numpy as cnp
 import chainrule.random as crandom
 
 try:
@@ -165,6 +167,34 @@ CASES = [
          TF and (lambda x, t, w, pw: ref("binary_cross_entropy_with_logits", reduction="sum")(
              x, t, w, pos_weight=torch.from_numpy(pw))), (U(3, 4), P(3, 4) / 2, P(3, 4), P(4)),
          note="weight, pos_weight"),
+]
+
+def _torch_grad(fn):
+    """The gradient PyTorch's autograd gives of sum(fn(a, *rest) ** 2) in a (NumPy)."""
+
+    def run(a, *rest):
+        ta = torch.from_numpy(a).requires_grad_()
+        out = fn(ta, *[torch.from_numpy(r) for r in rest])
+        (g,) = torch.autograd.grad((out ** 2).sum(), ta)
+        return g.numpy()
+
+    return run
+
+
+# gradients as functions of their own (the ops only gradients use, checked forward too:
+# kernels against type rules, generated code, vmap, other backends)
+CASES += [
+    case("nn.conv2d", lambda w, x: cr.grad(lambda w: cnp.sum(F.conv2d(
+        x, w, stride=2, padding=1) ** 2))(w), TF and _torch_grad(
+        lambda w, x: TF.conv2d(x, w, stride=2, padding=1)), (U(3, 2, 3, 2), U(2, 2, 6, 5)),
+         grad=False, note="weight gradient"),
+    case("nn.max_pool2d", lambda x: cr.grad(lambda x: cnp.sum(F.max_pool2d(
+        x, 2, stride=1) ** 2))(x), TF and _torch_grad(lambda x: TF.max_pool2d(x, 2, stride=1)),
+         U(2, 3, 5, 4), grad=False, note="gradient"),
+    case("nn.avg_pool2d", lambda x: cr.grad(lambda x: cnp.sum(F.avg_pool2d(
+        x, 3, stride=2, padding=1) ** 2))(x), TF and _torch_grad(
+        lambda x: TF.avg_pool2d(x, 3, stride=2, padding=1)), U(2, 3, 5, 4), grad=False,
+         note="gradient"),
 ]
 
 _BOOL_MASK = np.array([[True, False, True, True, False], [True, True, True, False, True],
