@@ -43,7 +43,7 @@ def U(*shape):
 
 
 def _t(a):
-    return torch.from_numpy(np.ascontiguousarray(a)).requires_grad_(
+    return torch.from_numpy(np.array(a)).requires_grad_(
         np.asarray(a).dtype.kind == "f")
 
 
@@ -484,3 +484,18 @@ def test_cnn_digits_example_learns():
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     assert example.train(epochs=2, plot=None, quiet=True) > 0.9
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kw", [("relu", {}), ("leaky_relu", {"negative_slope": 0.1}),
+                                     ("elu", {}), ("softplus", {"threshold": 2.0}),
+                                     ("gelu", {}), ("silu", {})])
+def test_derivatives_at_kinks_like_torch(name, kw):
+    """At 0 and at softplus' threshold the one-sided choices are PyTorch's."""
+    x = np.array([0.0, 2.0, -2.0, 1e-300])
+    _vjp_vs_torch(partial(getattr(F, name), **kw), partial(getattr(TF, name), **kw), [x],
+                  f"{name} at its kinks")
+    t = _t(np.array(0.0))
+    TF.binary_cross_entropy_with_logits(t, torch.tensor(1.0, dtype=torch.float64)).backward()
+    _close(cr.grad(lambda x: F.binary_cross_entropy_with_logits(x, np.array(1.0)))(
+        np.array(0.0)), t.grad.numpy())

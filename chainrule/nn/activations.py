@@ -47,8 +47,10 @@ def elu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
     """
     x = array(input, "elu")
     alpha = number(alpha, "elu", "alpha")
-    # the negative branch reads min(x, 0): its derivative stays finite where it is not taken
-    return ops.where(x > 0, x, alpha * ops.expm1(ops.minimum(x, 0)))
+    # the negative branch reads 0 where x > 0 (its derivative stays finite where it is not
+    # taken); a where, not a minimum, so at 0 its slope is alpha, as in PyTorch
+    positive = x > 0
+    return ops.where(positive, x, alpha * ops.expm1(ops.where(positive, 0.0, x)))
 
 
 def gelu(input: Array, approximate: str = "none") -> Array:
@@ -92,9 +94,10 @@ def softplus(input: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
     if beta == 0:
         raise InvalidValueError("softplus: beta must not be 0")
     z = x * beta if beta != 1 else x
-    # logaddexp(z, 0) is smooth (derivative sigmoid(z), 1/2 at 0); the branch not taken
-    # reads min(z, threshold) so no overflow reaches the derivative
-    soft = ops.logaddexp(ops.minimum(z, threshold), 0.0)
+    # logaddexp(z, 0) is smooth (derivative sigmoid(z), 1/2 at 0); where the branch is not
+    # taken it reads the threshold, so no overflow reaches the derivative (a where, not a
+    # minimum: at z == threshold the derivative is the soft branch's, as in PyTorch)
+    soft = ops.logaddexp(ops.where(z > threshold, threshold, z), 0.0)
     soft = soft / beta if beta != 1 else soft
     return ops.where(z > threshold, x, soft)
 
