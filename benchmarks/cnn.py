@@ -11,9 +11,15 @@ Rows:
    gradients in x, w and b) at batch 64, 32 channels in and out, 3x3 kernel, padding 1,
    28x28, float32 and float64. Target: ratio <= 2.
 
-One thread for everyone (``_common``).
+One thread for everyone (``_common``). chainrule's convolutions are GEMMs in NumPy's
+BLAS, so their speed is that BLAS's: the script prints which kernels OpenBLAS runs (with
+``threadpoolctl`` installed). On a virtual machine whose CPU OpenBLAS does not recognize
+(an "AMD EPYC" with AVX-512) it falls back to its Haswell (AVX2) kernels;
+``OPENBLAS_CORETYPE=SkylakeX`` selects the AVX-512 ones, and its GEMMs there run 1.4-2x
+faster (PyTorch's oneDNN uses AVX-512 either way).
 
     python benchmarks/cnn.py [--quick] [--repeats N]
+    OPENBLAS_CORETYPE=SkylakeX python benchmarks/cnn.py
 """
 
 # ruff: noqa: E402, I001  (_common must be imported before NumPy)
@@ -136,10 +142,23 @@ def check_conv(x, w, b, c) -> None:
         np.testing.assert_allclose(g, tg.numpy(), rtol=1e-9, atol=1e-9)
 
 
+def blas() -> str:
+    """Which BLAS NumPy runs, with which kernels (threadpoolctl, when installed)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "BLAS: unknown kernels (pip install threadpoolctl to see them)"
+    infos = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    return "BLAS: " + "; ".join(
+        f"{i.get('internal_api')} {i.get('version')}, {i.get('architecture')} kernels, "
+        f"{i.get('num_threads')} thread(s)" for i in infos)
+
+
 def main() -> None:
     ns = C.parser(__doc__).parse_args()
     reps = C.repeats(ns, 7, 2)
     print(f"CNN training epoch and conv2d forward+backward; {reps} repeats; {C.versions()}")
+    print(blas())
     print(C.uptime())
     torch = C.peer("torch")
     x, y = digits_like()
