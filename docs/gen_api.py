@@ -36,7 +36,8 @@ PAGES = [
      [("chainrule.numpy", "table"), ("chainrule.numpy.linalg", "table"),
       ("chainrule.numpy.fft", "table"), ("chainrule.scipy.special", "table"),
       ("chainrule.scipy.stats", "table"), ("chainrule.scipy.signal", "table"),
-      ("chainrule.scipy.linalg", "table"), ("chainrule.scipy.integrate", "table")]),
+      ("chainrule.scipy.linalg", "table"), ("chainrule.scipy.integrate", "table"),
+      ("chainrule.nn", "table")]),
     ("api/autograd_compat.md", "chainrule.autograd_compat",
      "autograd's names and calling conventions on top of chainrule's transforms "
      "(see [Coming from autograd](../migrating_from_autograd.md)).",

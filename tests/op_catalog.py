@@ -2,6 +2,7 @@
 inside each op's domain; shared by the derivative tests of every mode."""
 
 import numpy as np
+from op_catalog_nn import NN  # chainrule.nn's ops
 
 import chainrule.numpy as cnp
 from chainrule import ops
@@ -91,6 +92,7 @@ CATALOG = {
     "dot": (lambda a, b: a @ b, (U(3), U(3))),
     "softplus": (lambda x: cnp.softplus(x), (U(4),)),
     "var": (lambda x: cnp.var(x, axis=0), (U(4, 2),)),
+    **NN,
 }
 
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum",

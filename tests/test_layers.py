@@ -20,7 +20,7 @@ LAYERS = [
     {"transform"},
     {"backend"},
     {"checks"},
-    {"numpy", "scipy"},
+    {"numpy", "scipy", "nn"},
     {"frontend"},
     {"tape"},
     {"custom", "custom_closure", "api", "api_forward", "api_jacobian", "api_vmap", "random",

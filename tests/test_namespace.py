@@ -21,7 +21,7 @@ CASES = collect()
 NAMESPACES = {"": "chainrule.numpy", "linalg.": "chainrule.numpy.linalg",
               "fft.": "chainrule.numpy.fft", "scipy.special.": "chainrule.scipy.special",
               "scipy.stats.": "chainrule.scipy.stats", "scipy.signal.": "chainrule.scipy.signal",
-              "scipy.linalg.": "chainrule.scipy.linalg"}
+              "scipy.linalg.": "chainrule.scipy.linalg", "nn.": "chainrule.nn"}
 # public names that are not functions of arrays
 NOT_FUNCTIONS = {"bool_", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
                  "uint8", "complex64", "complex128", "ndarray", "e", "pi", "inf", "nan",

@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     assembly,
     bessel,
     complex,
+    convolution,
     decompositions,
     elementwise,
     fft,
@@ -19,6 +20,7 @@ from . import (  # noqa: F401
     mathfuncs,
     matrix_equations,
     nn,
+    pooling,
     random,
     reduction,
     scatter,
@@ -33,6 +35,7 @@ from .assembly import *  # noqa: F403
 from .bessel import *  # noqa: F403
 from .complex import *  # noqa: F403
 from .composites import prefix_product
+from .convolution import *  # noqa: F403
 from .decompositions import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .indexing import getitem, index, index_add, index_update
@@ -40,6 +43,7 @@ from .linalg import *  # noqa: F403
 from .mathfuncs import *  # noqa: F403
 from .matrix_equations import *  # noqa: F403
 from .nn import log_softmax, logsumexp, softmax
+from .pooling import *  # noqa: F403
 from .random import *
 from .reduction import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: A004
 from .scatter import *  # noqa: F403
