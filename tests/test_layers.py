@@ -24,7 +24,7 @@ LAYERS = [
     {"frontend"},
     {"tape"},
     {"custom", "custom_closure", "api", "api_forward", "api_jacobian", "api_vmap", "random",
-     "testing", "testing_steps", "solvers", "autograd_compat", "_autograd_misc",
+     "testing", "testing_steps", "solvers", "optim", "autograd_compat", "_autograd_misc",
      "_autograd_primitive", "_autograd_vspace", "_autograd_builtins", "api_jacobian_program",
      "api_grad_program", "api_polymorphic"},
     {"__init__", "__main__", "demo"},
