@@ -240,3 +240,13 @@ def test_custom_rule_reading_a_closure_compiled_and_refused_on_the_tape():
     p = cr.tape.tensor(1.0, requires_grad=True)
     with pytest.raises(ChainruleError, match="closes over"):
         _custom_closing_over(w)(p).backward()
+
+
+@pytest.mark.parametrize("name", ["softplus", "log_sigmoid"])
+def test_smooth_functions_have_their_slope_at_zero(name):
+    """softplus was max(x, 0) + log1p(exp(-|x|)): the kinks gave slope 0 at x = 0 (a
+    wrong derivative for logits initialised at zero); JAX and PyTorch give 1/2."""
+    f = getattr(cnp, name)
+    assert float(cr.grad(f)(0.0)) == 0.5
+    assert float(cr.jvp(f, (0.0,), (1.0,))[1]) == 0.5
+    assert np.isclose(float(cr.grad(cr.grad(f))(0.0)), 0.25 if name == "softplus" else -0.25)

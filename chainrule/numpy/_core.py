@@ -81,8 +81,15 @@ def log_sigmoid(x):
 
 
 def softplus(x):
-    """log(1 + exp(x)), stable: max(x, 0) + log1p(exp(-|x|))."""
-    return _ops.add(_ops.relu(x), _ops.log1p(_ops.exp(_ops.negative(_ops.abs(x)))))
+    """log(1 + exp(x)) = logaddexp(x, 0): stable, and its derivative is sigmoid(x)
+    everywhere (written as max(x, 0) + log1p(exp(-|x|)), the kinks of max and |x| at 0
+    would give slope 0 there instead of 1/2).
+
+    >>> import chainrule as cr
+    >>> float(cr.grad(softplus)(0.0)), float(softplus(1000.0))
+    (0.5, 1000.0)
+    """
+    return _ops.logaddexp(x, 0.0)
 
 
 # -- reductions and scans -----------------------------------------------------------------
