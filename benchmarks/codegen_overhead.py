@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import chainrule as cr  # noqa: E402
-from chainrule.backend.codegen import compile_module  # noqa: E402
+from chainrule.backend.codegen.generate import compile_module  # noqa: E402
 from chainrule.backend.interpret import Interpreter  # noqa: E402
 
 # the cycle of ops: (IR op, second operand or None, the same op written by hand)

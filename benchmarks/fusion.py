@@ -5,7 +5,7 @@ Workloads: 1,400 tiny elementwise ops on shape (8,) (``tiny_ops.py``'s chain, d/
 the 100-step loop ``x -= 0.01 * tanh(x @ W)``, x 16x64 (value and d/dW; unrolled by
 tracing and as ``cr.fori_loop``; and the fori_loop's Hessian-vector product in x, whose
 row shares the same baseline; with numba the fori_loop programs run whole as one numba
-function, ``chainrule/backend/numba_loops.py``); the MLP 784-256-256-10 (``mlp.py``: value and
+function, ``chainrule/backend/numba/loops.py``); the MLP 784-256-256-10 (``mlp.py``: value and
 gradient, float32 and float64, batch 32 and 256); the MLP's Hessian-vector product
 (``hvp.py``, float64, batch 256). chainrule rows: generated NumPy code (the default),
 and with ``CHAINRULE_NUMBA=1`` semantics (fused regions compiled by numba, waited for:
@@ -36,7 +36,7 @@ import numpy as np
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend import numba_backend as nb
+from chainrule.backend import numba as nb
 
 import mlp
 import tiny_ops
@@ -322,7 +322,7 @@ def bench_order(reps: int, ns) -> None:
     """The gradient program compiled without fusion, with ``fuse`` after differentiation
     (``gradient, optimize, fuse``) and before it (``fuse, gradient, optimize`` without
     inlining, which would undo the regions), all as NumPy code."""
-    from chainrule.backend.codegen import compile_module
+    from chainrule.backend.codegen.generate import compile_module
     from chainrule.frontend.tracer import trace_function
     from chainrule.transform import fuse, gradient, optimize
 

@@ -25,7 +25,7 @@ import numpy as np
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend import numba_backend as nb
+from chainrule.backend import numba as nb
 
 SHAPES = ((16, 32), (64, 128))  # (batch, width)
 
@@ -81,7 +81,7 @@ def run_shape(batch: int, width: int, steps: int, reps: int) -> None:
     for fn in (vl, vc, vb):
         assert np.allclose(fn(w, x)[1], ref)
     rows["chainrule (fori_loop, compiled)"] = lambda: vl(w, x)
-    if nb.available():  # the whole program as one numba function (numba_loops.py)
+    if nb.available():  # the whole program as one numba function (numba/loops.py)
         nb.use_numba(True)
         try:
             vn = looped(None)

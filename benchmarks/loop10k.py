@@ -39,9 +39,9 @@ import numpy as np
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend import numba_backend as nb
+from chainrule.backend import numba as nb
 from chainrule.ops.stack_schedule import revolve_cost
-from chainrule.testing_steps import count_runs, counted_tanh
+from chainrule.testing.steps import count_runs, counted_tanh
 
 BATCH, WIDTH = 8, 16
 BUDGETS = (10, 100)
@@ -89,7 +89,7 @@ COMPILE_NOTES: list[str] = []
 
 def numba_rows(w, x, v, steps: int, rows: dict, ref) -> None:
     """The same loop with the numba backend (the whole program one numba function,
-    ``chainrule/backend/numba_loops.py``), compiled at the first call into an empty
+    ``chainrule/backend/numba/loops.py``), compiled at the first call into an empty
     kernel cache (so the first call's time is a real compile), noted in COMPILE_NOTES."""
     if not nb.available():
         COMPILE_NOTES.append("numba rows: numba is not installed")

@@ -3,7 +3,7 @@
 A user of autograd's own test programs (or of a notebook) writes a few hundred
 distinct small functions and asks for each one's gradient a couple of times.
 Every new function (and every new argument signature) costs chainrule a trace
-and the AD and clean-up passes; with tiered execution (``chainrule.api``) the
+and the AD and clean-up passes; with tiered execution (``chainrule.api.reverse``) the
 first call runs the optimized program in the straight-line runner and only a
 second call of the same specialization generates and compiles Python code.
 

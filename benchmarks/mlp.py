@@ -167,10 +167,10 @@ def block(out):
 
 def compile_breakdown(params, x, labels) -> dict:
     """Seconds spent in each stage of the first call of ``cr.value_and_grad``."""
-    from chainrule.backend.codegen import compile_module
+    from chainrule.backend.codegen.generate import compile_module
     from chainrule.frontend.tracer import trace_function
     from chainrule.ir.nodes import Module
-    from chainrule.transform.gradient import gradient
+    from chainrule.transform.reverse.gradient import gradient
 
     args = (params, x, labels)
     t0 = time.perf_counter()

@@ -41,16 +41,16 @@ import numpy as np
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend.codegen import compile_module
+from chainrule.backend.codegen.generate import compile_module
 from chainrule.ir.nodes import Module
 from chainrule.ir.parser import parse
-from chainrule.transform.cse import cse
-from chainrule.transform.dce import dce
-from chainrule.transform.gradient import gradient
-from chainrule.transform.jvp import jvp
-from chainrule.transform.linearize import linearize
-from chainrule.transform.simplify import simplify
-from chainrule.transform.transpose import transpose
+from chainrule.transform.cleanup.cse import cse
+from chainrule.transform.cleanup.dce import dce
+from chainrule.transform.reverse.gradient import gradient
+from chainrule.transform.forward.jvp import jvp
+from chainrule.transform.forward.linearize import linearize
+from chainrule.transform.cleanup.simplify import simplify
+from chainrule.transform.transpose.transpose import transpose
 
 STAGES = ("gradient", "jvp", "linearize", "transpose", "dce", "cse", "simplify", "optimize",
           "printer", "parser", "codegen", "first grad", "first grad eager")

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import chainrule as cr
-import chainrule.api_jacobian as api_jacobian
+import chainrule.api.jacobian as api_jacobian
 import chainrule.numpy as cnp
 
 SIZES = (784, 256, 256, 10)

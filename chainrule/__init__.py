@@ -6,26 +6,19 @@ it and runs it as generated NumPy code. Every program prints as Python.
 """
 
 from . import ops, random, rules  # noqa: F401  (register the operators and their rules)
-from .api import grad, jit, optimize, value_and_grad, vjp
-from .api_forward import (
-    hessian,
-    hvp,
-    jacfwd,
-    jacrev,
-    jvp,
-    jvp_via_vjp,
-    linear_transpose,
-    linearize,
-)
-from .api_vmap import vmap
+from .api.custom import custom_jvp, custom_vjp
+from .api.forward import hvp, jvp, jvp_via_vjp, linear_transpose, linearize
+from .api.jacobian import hessian, jacfwd, jacrev
+from .api.reverse import grad, jit, value_and_grad, vjp
+from .api.vmap import vmap
 from .backend.interpret import run
-from .custom import custom_jvp, custom_vjp
 from .errors import ChainruleError, ParseError, VerifyError
 from .frontend import Budget, checkpoint, cond, fori_loop, scan, script, while_loop
 from .frontend.tracer import trace
 from .ir import Module, parse, structural_equal, verify
 from .rules import register_jvp, register_vjp
 from .solvers import custom_root, fixed_point, odeint
+from .transform.cleanup.optimize import optimize
 
 __all__ = [
     "Budget", "ChainruleError", "Module", "ParseError", "VerifyError", "checkpoint", "cond",

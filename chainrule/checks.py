@@ -72,7 +72,7 @@ def aval(x) -> tuple[tuple, np.dtype]:
     """(shape, dtype) of an array, number, traced value or tape tensor."""
     if is_dispatched(x):
         return tuple(x.shape), np.dtype(x.dtype)
-    from .backend.namespaces import abstract_shape_dtype, foreign_namespace
+    from .backend.array_api.namespaces import abstract_shape_dtype, foreign_namespace
 
     ns = foreign_namespace(x)
     if ns is not None:  # a PyTorch/CuPy/Dask array stays one
@@ -103,7 +103,7 @@ def like(value, shape, dtype, what: str, name: str):
 
 
 def _foreign(value) -> bool:
-    from .backend.namespaces import foreign_namespace
+    from .backend.array_api.namespaces import foreign_namespace
 
     return foreign_namespace(value) is not None
 
@@ -478,8 +478,8 @@ def leaf_signature(x):
         return ("traced", x.variable.type)
     if hasattr(x, "_cr_value"):  # a tape tensor
         return ("tensor", tuple(x.shape), np.dtype(x.dtype).str)
-    from .backend.namespaces import foreign_namespace
-    from .backend.namespaces import leaf_signature as foreign_signature
+    from .backend.array_api.namespaces import foreign_namespace
+    from .backend.array_api.namespaces import leaf_signature as foreign_signature
 
     ns = foreign_namespace(x)
     if ns is not None:  # a PyTorch/CuPy/Dask array: never read its data here

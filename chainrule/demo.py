@@ -29,12 +29,12 @@ import numpy as np  # noqa: E402
 import chainrule as cr  # noqa: E402
 import chainrule.numpy as cnp  # noqa: E402
 from chainrule import tape  # noqa: E402
-from chainrule.api import trace_grad_module  # noqa: E402
-from chainrule.backend.codegen import compile_module  # noqa: E402
+from chainrule.api.reverse import trace_grad_module  # noqa: E402
+from chainrule.backend.codegen.generate import compile_module  # noqa: E402
 from chainrule.errors import ChainruleError  # noqa: E402
 from chainrule.ir import display  # noqa: E402
-from chainrule.testing import check_grads  # noqa: E402
-from chainrule.transform.gradient import gradient  # noqa: E402
+from chainrule.testing.checks import check_grads  # noqa: E402
+from chainrule.transform.reverse.gradient import gradient  # noqa: E402
 
 HIDDEN = 32
 SLOW = 1.0  # seconds: a step that takes longer shows progress

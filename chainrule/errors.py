@@ -117,6 +117,11 @@ class TransposeError(ChainruleError):
     """A program given to ``transpose`` that is not linear in its inputs."""
 
 
+class BackendError(ChainruleError):
+    """An op has no kernel on an array namespace (PyTorch, CuPy, Dask), or a namespace
+    is not installed."""
+
+
 class CodegenError(ChainruleError):
     """A module the code generator cannot turn into Python source."""
 

@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 
 import chainrule as cr
-from chainrule.backend.codegen import compile_module
+from chainrule.backend.codegen.generate import compile_module
 from chainrule.ir import Module, TensorType
 
 rng = np.random.default_rng(0)

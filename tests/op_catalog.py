@@ -203,8 +203,8 @@ def repeated(f, times=3):
 def transposed_text(m) -> str:
     """The transpose of ``m``'s linearized tangent program, verified, as text."""
     import chainrule as cr
-    from chainrule.transform.linearize import linearize
-    from chainrule.transform.transpose import transpose
+    from chainrule.transform.forward.linearize import linearize
+    from chainrule.transform.transpose.transpose import transpose
 
     lin = linearize(m, "main")
     tangent = lin["main_tangent"]

@@ -12,7 +12,7 @@ import pytest
 
 import chainrule.numpy as cnp
 import chainrule.scipy.special as csp
-from chainrule import autograd_compat as ac
+from chainrule.compat.autograd import api as ac
 from chainrule.errors import ArgumentError, ChainruleError, GradientError
 
 try:

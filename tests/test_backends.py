@@ -12,8 +12,8 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend.namespaces import NAMESPACES, BackendError, compile_for
-from chainrule.errors import ArgumentError, InterpretError
+from chainrule.backend.array_api.namespaces import NAMESPACES, compile_for
+from chainrule.errors import ArgumentError, BackendError, InterpretError
 
 BACKENDS = [
     pytest.param(name, marks=pytest.mark.skipif(

@@ -12,8 +12,8 @@ import pytest
 from namespace_cases import Case, collect
 
 import chainrule as cr
-from chainrule.backend.namespaces import NAMESPACES, BackendError, compile_for
-from chainrule.errors import ChainruleError
+from chainrule.backend.array_api.namespaces import NAMESPACES, compile_for
+from chainrule.errors import BackendError, ChainruleError
 from chainrule.tree import flatten, unflatten
 
 CASES = collect()

@@ -10,8 +10,8 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend.namespaces import NAMESPACES, BackendError
-from chainrule.errors import ChainruleError
+from chainrule.backend.array_api.namespaces import NAMESPACES
+from chainrule.errors import BackendError, ChainruleError
 
 BACKENDS = [
     pytest.param("torch", marks=pytest.mark.skipif(
@@ -142,7 +142,7 @@ def test_update_vjp_matches_numpy(form, name):
 def test_update_kernel_refusal_names_op_backend_and_key():
     """A namespace whose scatter is not written (the shared kernel assigns at basic keys
     only) refuses an index array naming the op, the backend and the key."""
-    from chainrule.backend.namespace_kernels import GENERIC, KernelContext
+    from chainrule.backend.array_api.kernels import GENERIC, KernelContext
     from chainrule.ir.indexing import ArrayIndex, Slice
 
     ctx = KernelContext("cupy", np)

@@ -1,5 +1,5 @@
 """Very large generated functions are written and compiled in pieces
-(``backend/codegen_split.py``): the same statements in the same order, so the
+(``backend/codegen/split.py``): the same statements in the same order, so the
 results are the same bit for bit; errors and tracebacks name the right line."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import chainrule as cr
-from chainrule.backend import codegen_split
-from chainrule.backend.codegen import CompiledFunction, CompiledModule
-from chainrule.backend.namespace_codegen import NamespaceModule
-from chainrule.backend.namespaces import get_namespace
+from chainrule.backend.array_api.codegen import NamespaceModule
+from chainrule.backend.array_api.namespaces import get_namespace
+from chainrule.backend.codegen import split as codegen_split
+from chainrule.backend.codegen.generate import CompiledFunction, CompiledModule
 from chainrule.errors import InterpretError
 
 

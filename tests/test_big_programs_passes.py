@@ -12,12 +12,12 @@ from op_catalog import CATALOG
 import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule.ir.nodes import Function, Module
-from chainrule.transform.cse import cse_function
-from chainrule.transform.dce import dce_function
-from chainrule.transform.gradient import gradient
-from chainrule.transform.inline import inline
-from chainrule.transform.optimize import MAX_ROUNDS, optimize
-from chainrule.transform.simplify import MAX_SWEEPS, _Simplifier, simplify_function
+from chainrule.transform.cleanup.cse import cse_function
+from chainrule.transform.cleanup.dce import dce_function
+from chainrule.transform.cleanup.inline import inline
+from chainrule.transform.cleanup.optimize import MAX_ROUNDS, optimize
+from chainrule.transform.cleanup.simplify import MAX_SWEEPS, _Simplifier, simplify_function
+from chainrule.transform.reverse.gradient import gradient
 
 
 def sweeps_until_unchanged(fn: Function) -> Function:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import chainrule as cr
-from chainrule.backend.codegen import compile_module
+from chainrule.backend.codegen.generate import compile_module
 from chainrule.errors import ChainruleError, CompiledHigherOrderError, GradientError
 from chainrule.transform import dce, gradient, jvp, linearize, optimize, transpose
 
@@ -186,7 +186,7 @@ def main(x: f64[3], w: f64[3]) -> f64:
 
 RECURSIVE = {"recursion with a function argument"}
 # reverse mode of a branch returns a pullback closure from each branch (the design of
-# gradient_control.py): partial evaluation does not remove those
+# reverse/control.py): partial evaluation does not remove those
 BRANCHES = RECURSIVE | {"closure through a branch"}
 
 

@@ -1,6 +1,6 @@
 """Function values inside tuples: closures stored in a tuple and called later, a module
 function returning ``(closure, array)``. The gradient pass forwards such tuples to the
-calls (``gradient_closures.forward_function_tuples``: a tuple literal's field is the
+calls (``reverse.closures.forward_function_tuples``: a tuple literal's field is the
 function itself; a non-recursive module function returning such a tuple is inlined
 where it is called) and differentiates each function value by itself; jvp and
 linearize carry the tuples as they are. All compile (no tape), agree with finite
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import chainrule as cr
-from chainrule.backend.codegen import compile_module
+from chainrule.backend.codegen.generate import compile_module
 from chainrule.errors import ChainruleError, CompiledHigherOrderError
 from chainrule.transform import dce, gradient, jvp, linearize, optimize
 
@@ -140,7 +140,7 @@ def test_jvp_and_linearize_match_finite_differences(name):
 
 
 def test_vjp_module_of_a_function_returning_a_closure_in_a_tuple():
-    from chainrule.transform.gradient import vjp_module
+    from chainrule.transform.reverse.gradient import vjp_module
 
     m = cr.parse(RETURNS_PAIR)
     vm = cr.verify(optimize(vjp_module(m, "main")))
@@ -152,7 +152,7 @@ def test_vjp_module_of_a_function_returning_a_closure_in_a_tuple():
 
 
 def test_programs_without_such_tuples_are_untouched():
-    from chainrule.transform.gradient_closures import forward_function_tuples
+    from chainrule.transform.reverse.closures import forward_function_tuples
 
     m = cr.parse("""
 def main(x: f64[3]) -> f64:

@@ -1,4 +1,4 @@
-"""The code generator (backend/codegen.py): compiled modules compute exactly what the
+"""The code generator (backend/codegen/generate.py): compiled modules compute exactly what the
 interpreter computes (values bit for bit, dtypes, shapes), with and without in-place
 buffer reuse; the source is readable; names from the IR never reach it unchecked."""
 
@@ -11,7 +11,7 @@ from op_catalog import CATALOG
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend.codegen import compile_module
+from chainrule.backend.codegen.generate import compile_module
 
 # -- straight-line code, dtypes, broadcasting -----------------------------------------
 

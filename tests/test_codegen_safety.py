@@ -11,7 +11,8 @@ import pytest
 from codegen_helpers import CHAIN, RECURSIVE, parse, rng, same
 
 import chainrule as cr
-from chainrule.backend.codegen import compile_module, safe_identifier
+from chainrule.backend.codegen.generate import compile_module
+from chainrule.backend.codegen.identifiers import safe_identifier
 from chainrule.errors import ChainruleError, CodegenError, InterpretError
 from chainrule.ir import (
     Binding,

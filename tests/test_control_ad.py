@@ -10,8 +10,8 @@ import chainrule.ir.visitor  # noqa: F401  (nested_blocks in a test)
 import chainrule.numpy as cnp
 from chainrule.ir import OPS, ListType, TensorType
 from chainrule.testing import check_grads
-from chainrule.transform.gradient import gradient
-from chainrule.transform.jvp import jvp as jvp_pass
+from chainrule.transform.forward.jvp import jvp as jvp_pass
+from chainrule.transform.reverse.gradient import gradient
 
 
 @cr.script
@@ -325,8 +325,8 @@ def test_higher_order_through_loops_compiles():
     # stacks of residuals (a stack of tangents beside each), compiled
     assert cr.jvp(cr.grad(f), (x,), (1.0,))[1] == pytest.approx(d2, rel=1e-7)
     from chainrule.frontend.tracer import trace_function
-    from chainrule.transform.gradient import gradient as gradient_pass
-    from chainrule.transform.jvp import jvp as jvp_pass
+    from chainrule.transform.forward.jvp import jvp as jvp_pass
+    from chainrule.transform.reverse.gradient import gradient as gradient_pass
 
     module = trace_function(cr.grad(f), (np.float64(x),)).module
     jm = jvp_pass(module)
@@ -422,8 +422,8 @@ def test_checkpoint_loop_body_same_gradient_less_memory():
                                        (WHILE_TEXT, (0.7, 1.3))], ids=["if_then", "if_else",
                                                                       "while"])
 def test_linearize_and_transpose_through_control_flow(text, args):
-    from chainrule.transform.linearize import linearize
-    from chainrule.transform.transpose import transpose
+    from chainrule.transform.forward.linearize import linearize
+    from chainrule.transform.transpose.transpose import transpose
 
     m = cr.parse(text)
     lin = linearize(m, "f")
@@ -444,7 +444,7 @@ def test_linearize_and_transpose_through_control_flow(text, args):
 
 
 def test_linearized_loop_tangent_program_has_no_primal_ops():
-    from chainrule.transform.linearize import linearize
+    from chainrule.transform.forward.linearize import linearize
 
     lin = cr.optimize(linearize(cr.parse(WHILE_TEXT), "f"))
     ops = set()

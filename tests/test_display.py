@@ -14,7 +14,7 @@ import pytest
 import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule import tape
-from chainrule.api import trace_grad_module
+from chainrule.api.reverse import trace_grad_module
 from chainrule.ir import (
     Binding,
     Block,

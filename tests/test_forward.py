@@ -11,10 +11,10 @@ import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule.errors import TransposeError
 from chainrule.testing import check_grads
-from chainrule.transform.gradient import gradient
-from chainrule.transform.jvp import jvp as jvp_pass
-from chainrule.transform.linearize import linearize as linearize_pass
-from chainrule.transform.transpose import transpose
+from chainrule.transform.forward.jvp import jvp as jvp_pass
+from chainrule.transform.forward.linearize import linearize as linearize_pass
+from chainrule.transform.reverse.gradient import gradient
+from chainrule.transform.transpose.transpose import transpose
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))

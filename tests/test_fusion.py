@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import chainrule as cr
-from chainrule.backend.codegen import compile_module
+from chainrule.backend.codegen.generate import compile_module
 from chainrule.backend.interpret import run
 from chainrule.ir.builder import Builder
 from chainrule.ir.op import OPS, REQUIRED
@@ -420,7 +420,7 @@ def main_fused1(y: f64[3]) -> tuple[f64[3], f64[3], f64]:
 
 
 def test_vmap_through_fused_programs():
-    from chainrule.transform.vmap import vmap
+    from chainrule.transform.vmap.vmap import vmap
 
     module = cr.parse(SMOOTH)
     batched = vmap(fuse(module), in_axes=(None, 0), axis_size=4)

@@ -1,4 +1,4 @@
-"""The numba backend of fused regions (chainrule/backend/numba_backend.py, numba_source.py).
+"""The numba backend of fused regions (chainrule/backend/numba/regions.py, numba/source.py).
 
 Table-driven over the registry: every elementwise op has a scalar form or is declared
 unfusable; one region computing every fusible op agrees with the NumPy code bit for bit
@@ -24,9 +24,9 @@ import pytest
 import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule import ops
-from chainrule.backend import numba_backend as nb
-from chainrule.backend.codegen import compile_module
-from chainrule.backend.numba_source import SCALAR, UNFUSABLE, Unfusable, region_source
+from chainrule.backend import numba as nb
+from chainrule.backend.codegen.generate import compile_module
+from chainrule.backend.numba.source import SCALAR, UNFUSABLE, Unfusable, region_source
 from chainrule.ir.op import OPS
 from chainrule.transform import fuse
 
@@ -64,7 +64,7 @@ def _elementwise():
 def test_every_elementwise_op_is_fusible_or_declared_unfusable():
     for name in _elementwise():
         assert (name in SCALAR) != (name in UNFUSABLE), (
-            f"{name}: give it a scalar form in numba_source.SCALAR or a reason in UNFUSABLE")
+            f"{name}: give it a scalar form in numba.source.SCALAR or a reason in UNFUSABLE")
     assert not set(UNFUSABLE) - set(_elementwise())
 
 
@@ -224,7 +224,7 @@ def test_numpy_code_answers_while_a_kernel_compiles():
     m = _small_program()
     x = np.linspace(0, 1, 13)
     ref = compile_module(m, "main")(x)
-    with nb._LOAD_LOCK:  # the worker cannot finish a kernel while the test holds this
+    with nb.runtime._LOAD_LOCK:  # the worker cannot finish a kernel while the test holds this
         fast = nb.compile_fused(m, "main")
         first = fast(x)
         (kernel,) = nb.regions(fast)
@@ -241,12 +241,12 @@ def test_a_second_process_loads_kernels_from_the_disk_cache(kernel_cache):
     script = textwrap.dedent("""
         import numpy as np
         import chainrule as cr, chainrule.numpy as cnp
-        from chainrule.backend import numba_backend as nb
+        from chainrule.backend import numba as nb
         m = cr.trace(lambda x: cnp.sum(cnp.cos(x) * x + 3.0), np.ones((2, 9)))
         f = nb.compile_fused(m, "main", block=True)
         (k,) = nb.regions(f)
         assert k.state == "ready", k.state
-        (disp,) = nb._LOADED.values()
+        (disp,) = nb.runtime._LOADED.values()
         print(sum(disp.stats.cache_hits.values()), sum(disp.stats.cache_misses.values()))
     """)
     env = dict(os.environ, CHAINRULE_CACHE_DIR=kernel_cache)
@@ -261,7 +261,7 @@ def test_a_second_process_loads_kernels_from_the_disk_cache(kernel_cache):
 
 
 def test_without_numba_enabled_tier_two_is_numpy_code(monkeypatch):
-    monkeypatch.delenv(nb.ENV, raising=False)
+    monkeypatch.delenv(nb.runtime.ENV, raising=False)
     f = cr.jit(lambda x: cnp.sum(cnp.tanh(x) * x), eager_compile=True)
     f(np.ones(3))
     assert not nb.enabled()

@@ -8,7 +8,7 @@ from programs import with_power
 
 import chainrule as cr
 from chainrule.errors import GradientError, NoRuleError
-from chainrule.transform.gradient import gradient
+from chainrule.transform.reverse.gradient import gradient
 
 BEFORE = {
 "irrelevant": """

@@ -5,7 +5,7 @@ import numpy as np
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.api import trace_grad_module
+from chainrule.api.reverse import trace_grad_module
 from chainrule.ir import Call, Op
 
 
@@ -87,8 +87,8 @@ def main_adjoint(x: f64[3]) -> tuple[f64, tuple[f64[3]]]:
 def test_partial_evaluation_removes_closures_after_ad():
     """Seed 001: the reverse mode of a program with calls holds vjp functions and
     pullback closures; inlining + clean-up leave first-order code."""
-    from chainrule.transform.dce import dce
-    from chainrule.transform.gradient import gradient
+    from chainrule.transform.cleanup.dce import dce
+    from chainrule.transform.reverse.gradient import gradient
 
     adj = gradient(cr.parse(CALLS))
     assert "def sq_pullback" in str(adj)

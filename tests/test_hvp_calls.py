@@ -1,5 +1,5 @@
 """``cr.hvp`` called again and again: once its program is compiled, calls with NumPy
-arrays of exactly its types run it directly (``api_forward._hvp_exact``). Those calls
+arrays of exactly its types run it directly (``api.forward._hvp_exact``). Those calls
 must give what the general path gives, bit for bit, and everything the general path
 checks or notices (tangents' types and structure, captured arrays that changed, other
 argument types) must still be checked or noticed."""
@@ -9,7 +9,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.api_forward import _HVP_EXACT
+from chainrule.api.forward import _HVP_EXACT
 from chainrule.errors import ChainruleError
 
 RNG = np.random.default_rng(3)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import chainrule as cr
-import chainrule.api_jacobian as api_jacobian
-import chainrule.api_jacobian_program as api_jacobian_program
+import chainrule.api.jacobian as api_jacobian
+import chainrule.api.jacobian_program as api_jacobian_program
 import chainrule.numpy as cnp
 from chainrule.errors import ArgumentError, ChainruleError, GradientError
 

@@ -1,4 +1,4 @@
-"""Linearize of a straight-line program in one sweep (chainrule/transform/linearize_split.py,
+"""Linearize of a straight-line program in one sweep (transform/forward/linearize_split.py,
 issue 14): the forward sweep sorts each binding into the primal or the tangent function
 as it is made, compiled rule templates emitting each step on its side. It must make the
 general path's program to the character (jvp, then unzip, then copies: ``_copied``),
@@ -20,11 +20,11 @@ from chainrule.backend.interpret import run
 from chainrule.ir import OPS
 from chainrule.ops import define
 from chainrule.rules import JVP, jvp_rule
-from chainrule.transform import rule_templates
-from chainrule.transform.linearize import linearize
+from chainrule.transform.ad import rule_templates
+from chainrule.transform.forward.linearize import linearize
 
-linearize_module = importlib.import_module("chainrule.transform.linearize")
-split_module = importlib.import_module("chainrule.transform.linearize_split")
+linearize_module = importlib.import_module("chainrule.transform.forward.linearize")
+split_module = importlib.import_module("chainrule.transform.forward.linearize_split")
 
 
 def chain(x, y):

@@ -1,4 +1,4 @@
-"""``batch_loops`` (chainrule/transform/loop_batching.py): a loop's accumulation
+"""``batch_loops`` (chainrule/transform/lowering/loop_batching.py): a loop's accumulation
 ``acc + x_k^T @ g_k`` as one ``stack_contract`` after the loop.
 
 Before/After as IR text (the output verifies and parses back); results of the compiled
@@ -18,15 +18,15 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend import numba_backend as nb
-from chainrule.backend.codegen import compile_module
+from chainrule.backend import numba as nb
+from chainrule.backend.codegen.generate import compile_module
 from chainrule.backend.interpret import Interpreter
 from chainrule.errors import ChainruleError
 from chainrule.ir.types import TensorType
 from chainrule.ir.verify import verify
 from chainrule.ops.stack import ROW_POOL, STACK_PUSH, RowStack
 from chainrule.transform import get_pass
-from chainrule.transform.loop_batching import STACK_CONTRACT, batch_loops
+from chainrule.transform.lowering.loop_batching import STACK_CONTRACT, batch_loops
 
 REVERSE_SWEEP = '''
 def main(xs: list[f64[4, 3]], dxs: list[f64[4, 3]], n: i64, g0: f64[4, 3],

@@ -17,7 +17,7 @@ from chainrule.errors import InterpretError
 from chainrule.ir import OPS, verify
 from chainrule.ops import stack
 from chainrule.testing import check_grads
-from chainrule.transform.gradient import gradient
+from chainrule.transform.reverse.gradient import gradient
 
 PUSH, POP, ALLOC = (OPS[n].kernel for n in ("stack_push", "stack_pop", "stack_alloc"))
 

@@ -16,8 +16,8 @@ from chainrule import ops
 from chainrule.errors import InvalidValueError
 from chainrule.frontend import ScriptError
 from chainrule.ops.stack_schedule import revolve_cost, revolve_split
-from chainrule.testing_steps import count_runs as count_calls
-from chainrule.testing_steps import counted_tanh
+from chainrule.testing.steps import count_runs as count_calls
+from chainrule.testing.steps import counted_tanh
 
 W = np.array([[0.5, -0.3, 0.1], [0.2, 0.4, -0.6], [0.3, 0.1, 0.2]])
 X = np.array([0.3, -0.2, 0.5])
@@ -149,7 +149,7 @@ def test_budget_on_plain_values_runs_the_loop():
 
 def test_reverse_program_prints_as_python():
     """Before/After: the marked loop, and its reverse mode (snapshots, advance, rerun)."""
-    from chainrule.transform.gradient import gradient
+    from chainrule.transform.reverse.gradient import gradient
 
     before = cr.trace(fori(4, cr.Budget(snapshots=2)), X)
     text = str(before)
@@ -241,7 +241,7 @@ def test_scan_snapshots_hold_the_carry_only():
     """Before/After: under a budget, a scan's snapshots hold its carry (the step counter
     and h), not the output rows written so far; the rows are not written while advancing.
     Measured: the peak of the gradient is a few output buffers, not one per snapshot."""
-    from chainrule.transform.gradient import gradient
+    from chainrule.transform.reverse.gradient import gradient
 
     n, width = 400, 64
     rng = np.random.default_rng(1)

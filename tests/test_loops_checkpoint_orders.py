@@ -17,7 +17,7 @@ import chainrule.numpy as cnp
 from chainrule.ir.nodes import Call, While
 from chainrule.ir.visitor import nested_blocks
 from chainrule.testing import check_grads
-from chainrule.transform.gradient import gradient
+from chainrule.transform.reverse.gradient import gradient
 
 W = np.array([[0.5, -0.3, 0.1], [0.2, 0.4, -0.6], [0.3, 0.1, 0.2]])
 X = np.array([0.3, -0.2, 0.5])

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import chainrule as cr
-import chainrule.api as api
-import chainrule.api_forward as api_forward
+import chainrule.api.forward as api_forward
+import chainrule.api.reverse as api
 import chainrule.numpy as cnp
 from chainrule.frontend import script
 from chainrule.testing import check_grads
@@ -249,7 +249,7 @@ def test_script_loop_with_break_every_order(compiled):
 
 def test_reverse_over_reverse_program_has_no_closures():
     from chainrule.frontend.tracer import trace_function
-    from chainrule.transform.gradient import gradient
+    from chainrule.transform.reverse.gradient import gradient
 
     module = trace_function(lambda x: cr.grad(fori)(x) @ V, (X,)).module
     twice = cr.optimize(gradient(module))
@@ -280,9 +280,9 @@ def test_every_stage_prints_as_python_and_reads_back(name):
     that, forward over reverse and its linearization all print as Python that parses
     back to the same program, and verify."""
     from chainrule.frontend.tracer import trace_function
-    from chainrule.transform.gradient import gradient
-    from chainrule.transform.jvp import jvp
-    from chainrule.transform.linearize import linearize
+    from chainrule.transform.forward.jvp import jvp
+    from chainrule.transform.forward.linearize import linearize
+    from chainrule.transform.reverse.gradient import gradient
 
     looped, _ = PROGRAMS[name]
     stages = {"traced": trace_function(looped, (X,)).module}

@@ -8,7 +8,7 @@ import numpy as np
 import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule.testing import check_grads
-from chainrule.transform.gradient import gradient
+from chainrule.transform.reverse.gradient import gradient
 
 rng = np.random.default_rng(0)
 W = rng.standard_normal((4, 4)) / 2

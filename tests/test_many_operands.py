@@ -14,14 +14,14 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend.codegen import CompiledModule
+from chainrule.backend.codegen.generate import CompiledModule
 from chainrule.ir import parse
-from chainrule.transform.gradient import gradient
-from chainrule.transform.jvp import jvp
-from chainrule.transform.linearize import linearize
-from chainrule.transform.optimize import optimize
-from chainrule.transform.transpose import transpose
-from chainrule.transform.vmap import vmap
+from chainrule.transform.cleanup.optimize import optimize
+from chainrule.transform.forward.jvp import jvp
+from chainrule.transform.forward.linearize import linearize
+from chainrule.transform.reverse.gradient import gradient
+from chainrule.transform.transpose.transpose import transpose
+from chainrule.transform.vmap.vmap import vmap
 
 
 def _calls(fn) -> int:

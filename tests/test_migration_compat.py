@@ -15,7 +15,7 @@ import numpy as onp
 import pytest
 
 import chainrule.numpy as cnp
-from chainrule import autograd_compat as ac
+from chainrule.compat.autograd import api as ac
 from chainrule.scipy.signal import convolve
 from chainrule.testing import check_grads
 

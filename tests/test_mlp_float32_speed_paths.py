@@ -21,9 +21,9 @@ from test_results_owned import _assert_owned
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend.codegen import compile_module
+from chainrule.backend.codegen.generate import compile_module
 from chainrule.backend.execution import results_allocated
-from chainrule.backend.logsumexp_sharing import share_logsumexp
+from chainrule.transform.lowering.logsumexp_sharing import share_logsumexp
 
 
 # -- which programs return only arrays they allocated ------------------------------------

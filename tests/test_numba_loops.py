@@ -1,4 +1,4 @@
-"""Whole loops compiled by numba (chainrule/backend/numba_loops.py).
+"""Whole loops compiled by numba (chainrule/backend/numba/loops.py).
 
 A program whose every binding has a numba form (the forward loop, the reverse loop of
 its gradient with its residual stacks) runs as one numba function: its results agree
@@ -18,9 +18,9 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend import numba_backend as nb
-from chainrule.backend.numba_loops import Refused, loop_source
-from chainrule.backend.numba_products import fill
+from chainrule.backend import numba as nb
+from chainrule.backend.numba.loops import loop_source
+from chainrule.backend.numba.products import Refused, fill
 
 needs_numba = pytest.mark.skipif(not nb.available(),
                                  reason="numba is not installed (pip install chainrule[fast])")

@@ -1,11 +1,11 @@
-"""The vectorizable exp, expm1, log, log1p, tanh and sigmoid (chainrule/backend/numba_vecmath.py).
+"""The vectorizable exp, expm1, log, log1p, tanh and sigmoid (chainrule/backend/numba/vecmath.py).
 
 Dense accuracy: about 10 million float64 points over every range where each function
 changes regime (around 0, the reduction's boundaries, overflow, underflow to subnormals,
 the whole exponent range) against NumPy (glibc's libm), within the ulp bound the
 module states (``ULP_BOUND``); a sample against exact values (mpmath, 40 digits); the
 special values (signed zeros, infinities, NaN) exactly; and a loop calling them compiles
-to vector code (no libm call). Kernels use them in float64 (numba_source.VECMATH).
+to vector code (no libm call). Kernels use them in float64 (numba.source.VECMATH).
 
 The float32 versions (exp, log, tanh, sigmoid: ``FLOAT32``) the same way: a strided
 sample of every float32 bit pattern and dense ranges where they change regime, against
@@ -22,7 +22,7 @@ import pytest
 
 from chainrule import ops
 
-vm = pytest.importorskip("chainrule.backend.numba_vecmath",
+vm = pytest.importorskip("chainrule.backend.numba.vecmath",
                          reason="numba is not installed (pip install chainrule[fast])")
 
 NAMES = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid")

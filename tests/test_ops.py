@@ -162,12 +162,12 @@ def builtin_ops() -> list[str]:
     and so do custom functions and autograd-style primitives, one op per user function;
     the stack ops of reverse mode through loops are tested in test_control_ad.py, and
     batch_loops' stack_contract in test_loop_batching.py; the
-    counting tanh of chainrule/testing_steps.py is a tool of the loop tests)."""
+    counting tanh of chainrule/testing/steps.py is a tool of the loop tests)."""
     return sorted(n for n, op in OPS.items()
                   if getattr(op.infer, "__module__", "").startswith("chainrule.")
-                  and not op.infer.__module__.endswith((".stack", ".loop_batching", ".custom",
-                                                         "._autograd_primitive",
-                                                         ".testing_steps")))
+                  and not op.infer.__module__.endswith((".stack", ".loop_batching", "api.custom",
+                                                         "compat.autograd.primitive",
+                                                         "testing.steps")))
 
 
 def test_every_registered_op_has_representative_inputs():

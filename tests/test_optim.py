@@ -661,7 +661,7 @@ def test_logistic_regression_converges_to_the_optimum():
 
 def test_autograd_compat_optimizers_are_chains_of_these():
     """autograd's sgd/rmsprop/adam (chainrule.autograd_compat) as optim chains."""
-    from chainrule import autograd_compat as ag
+    from chainrule.compat.autograd import api as ag
 
     def grad(x, i):
         return {"w": np.cos(x["w"]) + 0.1 * i, "b": x["b"] ** 2 - 1}

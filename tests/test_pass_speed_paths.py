@@ -17,10 +17,10 @@ from chainrule.ir import TensorType
 from chainrule.ir.infer import type_call
 from chainrule.ir.nodes import Call, Constant, Var
 from chainrule.ir.visitor import Mutator
-from chainrule.transform.gradient import gradient
-from chainrule.transform.jvp import jvp
-from chainrule.transform.linearize import linearize
-from chainrule.transform.transpose import transpose
+from chainrule.transform.forward.jvp import jvp
+from chainrule.transform.forward.linearize import linearize
+from chainrule.transform.reverse.gradient import gradient
+from chainrule.transform.transpose.transpose import transpose
 
 
 def chain(x, y):

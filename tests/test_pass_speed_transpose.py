@@ -1,5 +1,5 @@
 """The shortcuts of transpose and linearize (issue 14) make the programs of the general
-paths, to the character: transpose's templates (chainrule/transform/rule_templates.py:
+paths, to the character: transpose's templates (chainrule/transform/ad/rule_templates.py:
 what a built-in rule emitted for a key, replayed when the key repeats) the program
 running every rule makes, keys that must not be replayed running their rule every time;
 cotangents named where they are bound the text of renaming them at the end; linearize's
@@ -24,13 +24,13 @@ from chainrule.ir.builder import Builder
 from chainrule.ir.nodes import Constant
 from chainrule.ops import define
 from chainrule.rules import VJP, vjp_rule
-from chainrule.transform import rule_templates
-from chainrule.transform.linearize import linearize
-from chainrule.transform.transpose import transpose
+from chainrule.transform.ad import rule_templates
+from chainrule.transform.forward.linearize import linearize
+from chainrule.transform.transpose.transpose import transpose
 
-# the module (``chainrule.transform.transpose`` is also the name of the function)
-transpose_module = importlib.import_module("chainrule.transform.transpose")
-transpose_replay = importlib.import_module("chainrule.transform.transpose_replay")
+# the module (``chainrule.transform.transpose.transpose`` is also the name of the function)
+transpose_module = importlib.import_module("chainrule.transform.transpose.transpose")
+transpose_replay = importlib.import_module("chainrule.transform.transpose.replay")
 
 
 def both_ways(m) -> tuple[str, str]:
@@ -200,7 +200,7 @@ def main(k: f64[3], x: f64[3]) -> f64[3]:
         VJP.pop(op)
 
 
-linearize_module = importlib.import_module("chainrule.transform.linearize")
+linearize_module = importlib.import_module("chainrule.transform.forward.linearize")
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG) + ["loops"])

@@ -12,8 +12,8 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend.codegen import compile_module
-from chainrule.transform.simplify import simplify
+from chainrule.backend.codegen.generate import compile_module
+from chainrule.transform.cleanup.simplify import simplify
 
 
 def text(s: str) -> str:
@@ -218,7 +218,7 @@ def test_unbroadcast_keeps_values(dtype):
 
 
 def test_cse_sees_commuted_operands():
-    from chainrule.transform.cse import cse
+    from chainrule.transform.cleanup.cse import cse
 
     check_pass(cse, """
         def main(x: f64[3], y: f64[3]) -> tuple[f64[3], f64[3], f64[3], f64[3]]:
@@ -365,7 +365,7 @@ def test_mlp_gradient_source_and_values(dtype):
 
 
 def test_hvp_is_cached_and_matches_jvp_of_grad():
-    from chainrule.api_forward import _HVP_CACHE
+    from chainrule.api.forward import _HVP_CACHE
 
     def f(w):
         return cnp.sum(cnp.tanh(w) ** 2) * cnp.sum(w)

@@ -94,7 +94,7 @@ def test_all_routes_agree(seed):
     f, x, y = make_program(seed)
     gx = check_routes(f, x, y, seed, rtol=1e-10)
     # the interpreter runs the same gradient module, which prints and parses back
-    from chainrule.api import trace_grad_module
+    from chainrule.api.reverse import trace_grad_module
 
     m = trace_grad_module(f, x, y, argnums=(0, 1))
     _, (ix, _) = cr.run(m, x, y, func="main_adjoint")
@@ -182,8 +182,8 @@ def test_generated_code_equals_numpy_and_interpreter(seed):
     assert cr.jit(f, backend="interpret")(x) == pytest.approx(want, rel=1e-12)
     g2, x2, y2 = make_program(seed)
     np.testing.assert_allclose(cr.jit(g2)(x2, y2), g2(x2, y2), rtol=1e-12)
-    from chainrule.api import trace_grad_module
-    from chainrule.backend.codegen import compile_module
+    from chainrule.api.reverse import trace_grad_module
+    from chainrule.backend.codegen.generate import compile_module
 
     m = trace_grad_module(f, x)
     compiled = compile_module(m, "main_adjoint")

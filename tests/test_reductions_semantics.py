@@ -14,7 +14,7 @@ import chainrule as cr
 import chainrule.numpy as cnp
 import chainrule.scipy.signal as csig
 from chainrule import tape
-from chainrule.api import trace_grad_module
+from chainrule.api.reverse import trace_grad_module
 from chainrule.errors import ConcretizationError, TypeInferenceError
 from chainrule.testing import check_grads
 

@@ -20,7 +20,7 @@ from chainrule.ir import Call, Op
 from chainrule.ir.visitor import nested_blocks
 from chainrule.numpy._core import EXPOSED
 from chainrule.rules import JVP, VJP
-from chainrule.transform.jvp_closures import STACK_FORWARD
+from chainrule.transform.forward.closures import STACK_FORWARD
 
 BUILTIN = {op.name: op for op in ops.BUILTIN_OPS}
 

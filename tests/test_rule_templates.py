@@ -1,4 +1,4 @@
-"""Rule templates (chainrule/transform/rule_templates.py): a VJP or JVP rule's expansion
+"""Rule templates (chainrule/transform/ad/rule_templates.py): a VJP or JVP rule's expansion
 recorded once per key and replayed gives the program running the rule gives, to the
 character, for every op of the catalog, with the same op several times at the same and
 at other types, attributes, aliasing and zero patterns; symbolic shapes; float32 and
@@ -18,10 +18,10 @@ from chainrule import ops
 from chainrule.emit.trace import Trace
 from chainrule.errors import ChainruleError
 from chainrule.ir import TensorType
-from chainrule.transform import rule_templates
-from chainrule.transform.gradient import gradient
-from chainrule.transform.jvp import jvp
-from chainrule.transform.linearize import linearize
+from chainrule.transform.ad import rule_templates
+from chainrule.transform.forward.jvp import jvp
+from chainrule.transform.forward.linearize import linearize
+from chainrule.transform.reverse.gradient import gradient
 
 
 def _outcome(run):

@@ -70,9 +70,9 @@ def test_trace_print_parse_verify_run(traced):
 def test_ad_passes_on_long_programs(traced):
     """gradient, jvp (inside linearize) and transpose at 100,000 bindings: no recursion on
     length, every output verifies, and the reverse-mode derivative is right."""
-    from chainrule.transform.gradient import gradient
-    from chainrule.transform.linearize import linearize
-    from chainrule.transform.transpose import transpose
+    from chainrule.transform.forward.linearize import linearize
+    from chainrule.transform.reverse.gradient import gradient
+    from chainrule.transform.transpose.transpose import transpose
 
     x = np.linspace(-1, 1, 3)
     with shallow_stack():

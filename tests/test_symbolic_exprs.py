@@ -12,7 +12,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend.codegen import compile_module
+from chainrule.backend.codegen.generate import compile_module
 from chainrule.errors import ChainruleError, InterpretError, TypeInferenceError
 from chainrule.ir.dims import Dim, evaluate, parse_dim
 from chainrule.ir.types import TensorType

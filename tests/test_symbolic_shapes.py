@@ -9,7 +9,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.backend.codegen import compile_module
+from chainrule.backend.codegen.generate import compile_module
 from chainrule.errors import ArgumentError, ChainruleError, InterpretError, TypeInferenceError
 from chainrule.transform import gradient, jvp, linearize, optimize, transpose
 

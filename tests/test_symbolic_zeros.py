@@ -1,7 +1,7 @@
 """Symbolic zeros: the tangent of a value that does not vary is no array at all.
 
 Forward mode, linearize and transpose carry a zero tangent (or cotangent) as an
-absent message (``None`` in ``transform/adjoint.py``, the reverse pass's own),
+absent message (``None`` in ``transform/ad/adjoint.py``, the reverse pass's own),
 so no ``zeros`` array is made, added or multiplied unless a value must exist
 (a loop carry, a branch result, an output). Before/After texts of the jvp pass,
 checks of the generated code of hvp, jvp of grad, linearize + transpose and
@@ -19,9 +19,9 @@ import pytest
 import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule.testing import check_grads
-from chainrule.transform.jvp import jvp
-from chainrule.transform.linearize import linearize
-from chainrule.transform.transpose import transpose
+from chainrule.transform.forward.jvp import jvp
+from chainrule.transform.forward.linearize import linearize
+from chainrule.transform.transpose.transpose import transpose
 
 
 def text(s: str) -> str:

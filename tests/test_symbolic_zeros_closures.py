@@ -1,6 +1,6 @@
 """Symbolic zeros through calls of closures in forward mode.
 
-A closure's tangent is its dual (``transform/jvp_closures.py``), taking every float
+A closure's tangent is its dual (``transform/forward/closures.py``), taking every float
 argument's tangent. A call passing a zero tangent gets a dual of its own for that
 pattern, as calls of module functions get ``g_jvp_wrt_<positions>``: no zeros array
 is passed and none multiplied. It is defined next to the full dual (so every call in
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import chainrule as cr
-from chainrule.transform.jvp import jvp
+from chainrule.transform.forward.jvp import jvp
 
 RNG = np.random.default_rng(11)
 

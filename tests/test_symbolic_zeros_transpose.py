@@ -2,7 +2,7 @@
 branches and loops too.
 
 ``transpose`` walks a linear program back carrying ``None`` for a cotangent nobody
-sent (``transform/adjoint.py``). An ``If`` returns the cotangents of the linear
+sent (``transform/ad/adjoint.py``). An ``If`` returns the cotangents of the linear
 values it reads only where one branch sends one (zeros in the other branch); a
 cotangent zero in both branches is no result, and an ``If`` that sends none is not
 emitted. A transposed ``While`` carries the cotangent of a loop variable only when
@@ -25,7 +25,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.transform.transpose import transpose
+from chainrule.transform.transpose.transpose import transpose
 
 RNG = np.random.default_rng(3)
 

@@ -9,7 +9,7 @@ import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule import tape as ct
 from chainrule.errors import ChainruleError, GradientError
-from chainrule.tape.graph import STATS
+from chainrule.tape.pullback import STATS
 
 
 def test_seed_pytorch_example():

@@ -17,7 +17,7 @@ import pytest
 import chainrule.numpy as cnp
 from chainrule import tape as ct
 from chainrule.tape import graph as graph_module
-from chainrule.tape.graph import STATS
+from chainrule.tape.pullback import STATS
 
 
 def _eager_grads(build, values):

@@ -11,7 +11,7 @@ from op_catalog import CATALOG
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.api_forward import hvp
+from chainrule.api.forward import hvp
 from chainrule.backend import tiered
 from chainrule.errors import CodegenError, InterpretError
 

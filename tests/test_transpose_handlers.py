@@ -1,6 +1,6 @@
-"""transpose's handlers (chainrule/transform/transpose_replay.py: a compiled template's
+"""transpose's handlers (chainrule/transform/transpose/replay.py: a compiled template's
 key check, replay, accumulation and cotangent naming in one generated function) make the
-program the general path makes (``rule_templates.disabled()``: every rule run), to the
+program the general path makes (``ad.rule_templates.disabled()``: every rule run), to the
 character: on a long program at the default thresholds, and on every op of the catalog,
 aliased operands, attributes and nested blocks with templates compiled at once (as in
 long programs). Speed is measured in benchmarks/transform_scaling.py, never here."""
@@ -17,11 +17,11 @@ import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule.ir import OPS, TensorType
 from chainrule.ir.nodes import Binding, Block, Call, Function, Module, Var
-from chainrule.transform import rule_templates
-from chainrule.transform.transpose import transpose
+from chainrule.transform.ad import rule_templates
+from chainrule.transform.transpose.transpose import transpose
 
-transpose_module = importlib.import_module("chainrule.transform.transpose")
-transpose_replay = importlib.import_module("chainrule.transform.transpose_replay")
+transpose_module = importlib.import_module("chainrule.transform.transpose.transpose")
+transpose_replay = importlib.import_module("chainrule.transform.transpose.replay")
 
 
 def transposed_main(m) -> str:

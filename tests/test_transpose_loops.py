@@ -11,7 +11,7 @@ import pytest
 
 import chainrule as cr
 from chainrule.ir import verify
-from chainrule.transform.transpose import transpose
+from chainrule.transform.transpose.transpose import transpose
 
 NEXT = {"a": "b", "b": "c", "c": "t2"}  # a <- b <- c <- 2 t
 

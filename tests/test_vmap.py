@@ -15,7 +15,7 @@ import chainrule.numpy as cnp
 from chainrule.errors import ArgumentError, ChainruleError, InvalidValueError
 from chainrule.testing import check_grads
 from chainrule.transform import Pipeline, vmap
-from chainrule.transform.vmap_types import BatchingError
+from chainrule.transform.vmap.types import BatchingError
 
 rng = np.random.default_rng(0)
 

@@ -1,6 +1,6 @@
 """Execution: the reference interpreter and the code generator."""
 
-from .codegen import CompiledFunction, compile_module
+from .codegen.generate import CompiledFunction, compile_module
 from .interpret import Interpreter, run
 
 __all__ = ["CompiledFunction", "Interpreter", "compile_module", "run"]

@@ -55,12 +55,12 @@ from collections.abc import Callable
 from ..errors import CodegenError, InterpretError
 from ..ir.collector import paused
 from ..ir.nodes import Module
-from .codegen import CompiledFunction, compile_module
+from ..transform.lowering.logsumexp_sharing import share_logsumexp
+from .codegen.generate import CompiledFunction, compile_module
 from .execution import coerce_args, results_allocated
 from .interpret import Interpreter
-from .logsumexp_sharing import share_logsumexp
-from .numba_backend import compile_program
-from .numba_backend import enabled as numba_enabled
+from .numba import compile_program
+from .numba import enabled as numba_enabled
 
 _KERNEL_FAILED = re.compile(r"(.*? \(binding [^ )]*)(\) failed: .*)", re.S)
 INTERPRETED_CALLS = 15
@@ -108,7 +108,7 @@ class Tiered:
             # NumPy code, or with CHAINRULE_NUMBA=1 fused regions that switch to numba
             # kernels compiled in the background (blocking only when eager)
             # (a logsumexp computed from the exponentials its derivative reads: the same
-            # values, fewer NumPy calls; logsumexp_sharing)
+            # values, fewer NumPy calls; transform.lowering.logsumexp_sharing)
             module = share_logsumexp(self.module)
             compiled = (compile_program(module, self.func, self.eager)
                         if numba_enabled() else compile_module(module, self.func))

@@ -34,7 +34,7 @@ from ..ir.op import HANDLERS, PYTHON_SCALARS, SYMBOLIC_APPLY, Op, weak_scalar_dt
 from ..ir.types import DType, TensorType, TupleType, Type
 from .methods import ArrayMethods, install_direct_operators
 
-_TRACE_STACK: list[Trace] = []
+TRACE_STACK: list[Trace] = []
 _ARRAY_TYPES = (np.ndarray, np.generic)
 
 
@@ -109,7 +109,7 @@ HANDLERS[Traced] = 100
 # ``transpose``, which outranks it): its operators go straight to ``_cr_apply``
 install_direct_operators(Traced, frozenset({Traced, np.ndarray, float, int, bool}))
 
-# closure conversion of custom rules (chainrule.custom_closure.rebound): while a rule
+# closure conversion of custom rules (chainrule.api.custom_closure.rebound): while a rule
 # runs, the values its function closed over stand for the op's operands that carry
 # them into the rule's trace
 REBOUND: list[dict] = []
@@ -156,7 +156,7 @@ class Trace:
         self.name = name
         self.finished = False
         self.builder = builder if builder is not None else Builder()
-        self.level = len(_TRACE_STACK)
+        self.level = len(TRACE_STACK)
         self.lifted: dict[Var, Var] = {}  # outer var -> parameter of this function
         self.lifted_values: list[Traced] = []
         # module functions called from this trace (e.g. @script callees); trace_function
@@ -171,13 +171,13 @@ class Trace:
         self.pinned: dict[int, tuple] = {}
 
     def __enter__(self) -> Trace:
-        self.level = len(_TRACE_STACK)
+        self.level = len(TRACE_STACK)
         self.finished = False
-        _TRACE_STACK.append(self)
+        TRACE_STACK.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        _TRACE_STACK.remove(self)
+        TRACE_STACK.remove(self)
         self.finished = True
 
     # -- converting Python values to atoms ----------------------------------------
@@ -185,7 +185,7 @@ class Trace:
         if isinstance(x, Traced):
             if x.tracer is self:
                 return x.variable
-            if x.tracer.level < self.level and x.tracer in _TRACE_STACK:
+            if x.tracer.level < self.level and x.tracer in TRACE_STACK:
                 return self._lift(x)
             raise TraceError(
                 f"a traced value ({x.variable.name}) escaped the function that traced it; "
@@ -236,7 +236,7 @@ class Trace:
         if path is not None:
             return self.capture(x, path)
         if any(t.sources is not None and id(x) in t.sources.arrays
-                 for t in _TRACE_STACK if t.level < self.level):
+                 for t in TRACE_STACK if t.level < self.level):
             p = Var("captured", self._array_type(x))
             self.lifted_values.append(x)  # the caller passes the array: its trace captures it
             self.lifted[p] = p
@@ -255,7 +255,7 @@ class Trace:
     def _array_type(x) -> TensorType:
         """The type of a captured array: of the NumPy array it converts to, for an array
         of another library (PyTorch, CuPy, Dask: its capture walk noted shape and dtype)."""
-        for t in reversed(_TRACE_STACK):
+        for t in reversed(TRACE_STACK):
             foreign = None if t.sources is None else t.sources.foreign.get(id(x))
             if foreign is not None:
                 return TensorType(foreign[1], DType(foreign[2]))
@@ -269,7 +269,7 @@ class Trace:
         changes, the function is traced again."""
         for x, p in self.captured.values():
             if p is var and x.dtype == np.bool_:
-                holders = [t for t in _TRACE_STACK
+                holders = [t for t in TRACE_STACK
                            if t.sources is not None and id(x) in t.sources.arrays]
                 for t in holders:
                     t.pinned[id(x)] = (t.sources.arrays[id(x)], x.copy())
@@ -351,4 +351,4 @@ def _user_location() -> str:
 
 
 def current_trace() -> Trace | None:
-    return _TRACE_STACK[-1] if _TRACE_STACK else None
+    return TRACE_STACK[-1] if TRACE_STACK else None

@@ -40,7 +40,7 @@ import types
 
 import numpy as np
 
-from ..backend.namespaces import abstract_shape_dtype, as_numpy, foreign_namespace
+from ..backend.array_api.namespaces import abstract_shape_dtype, as_numpy, foreign_namespace
 from ..errors import ConcretizationError
 from ..ir.array import Array
 from .capture_objects import (
@@ -185,7 +185,7 @@ class Found:
         self.layouts: list[tuple[Path, object]] = []  # lists, tuples, dicts: their layout
         self.contents: dict[int, tuple] = {}  # id(path of a list or dict) -> (it, a copy)
         self.stand_ins: dict[int, np.ndarray] = {}  # id(stand-in put by swap) -> the array
-        self.guarded_rules: set[int] = set()  # custom rules whose reads are guarded (custom.py)
+        self.guarded_rules: set[int] = set()  # custom rules whose reads are guarded (api/custom.py)
         self.generators: list[tuple[Path, object]] = []  # NumPy random generators
         self._seen: set[int] = set()
 

@@ -15,11 +15,11 @@ import functools
 import numpy as np
 
 from ..checks import check_callable
+from ..emit.trace import Traced
 from ..errors import InvalidValueError, TraceError
 from ..ir.nodes import Function, GlobalVar
 from ..tree import flatten, unflatten
-from .control import recording_trace
-from .tracer import Traced, trace_function
+from .tracer import recording_trace, trace_function
 
 
 def checkpoint(f):
@@ -168,7 +168,7 @@ def mark_script_loop(tr, first, counter, budget, leaves):
     budget.test(c)`` loop (``counter`` None), or another step, has it only at its end
     (-1: scheduled online)."""
     from ..ops import maximum
-    from .control import default_type
+    from .leaves import default_type
 
     start, stop, step = counter[1:] if counter is not None else (None, None, 0)
     if counter is None:

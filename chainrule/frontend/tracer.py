@@ -47,7 +47,7 @@ def abstract_type(x) -> Type:
     if type(x) in PYTHON_SCALARS:
         return TensorType((), DType(np.result_type(x)))
     value = getattr(x, "_cr_value", None)
-    from ..backend.namespaces import abstract_shape_dtype, foreign_namespace
+    from ..backend.array_api.namespaces import abstract_shape_dtype, foreign_namespace
 
     ns = foreign_namespace(x) if value is None else None
     if ns is not None:  # a PyTorch/CuPy/Dask array: its type, without reading its data
@@ -141,7 +141,7 @@ def trace_function(f, args, name: str = "main", kwargs=None,
 def _same_program(a: TracedFunction, b: TracedFunction) -> bool:
     """Whether two traces of one function made the same program: the same text (the
     constants' values included), up to the numbering of custom functions' structures
-    (each trace registers its own, ``custom.py``)."""
+    (each trace registers its own, ``api/custom.py``)."""
     def text(t):
         return _STRUCTURE_INDEX.sub("structure=_", str(t.module))
 

@@ -19,7 +19,8 @@ from .nodes import (
     While,
 )
 from .op import OPS, REQUIRED, Op, get_op, register_op
-from .parser import parse, parse_type
+from .parser import parse
+from .parser_literals import parse_type
 from .printer import print_module
 from .types import DType, FuncType, ListType, TensorType, TupleType, Type
 from .verify import verify

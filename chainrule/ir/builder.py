@@ -141,6 +141,16 @@ class Builder:
         return var
 
     # -- blocks --------------------------------------------------------------------
+    def mark(self) -> tuple:
+        """Where emission stands: ``restore(mark)`` drops what is emitted after it (an
+        attempt that is given up)."""
+        return len(self._frames), len(self._frames[-1])
+
+    def restore(self, mark: tuple) -> None:
+        depth, length = mark
+        del self._frames[depth:]
+        del self._frames[-1][length:]
+
     def begin_block(self) -> None:
         self._frames.append([])
 

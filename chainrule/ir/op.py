@@ -77,7 +77,7 @@ class Op:
       random generator): passes never merge, drop or constant-fold it.
     - ``kernels``: kernels for other array namespaces than NumPy, by namespace name
       (``"torch"``, ``"cupy"``, ``"dask"``, or ``"array_api"`` for any), each
-      ``kernel(ctx, *arrays, **attrs)`` (``chainrule.backend.namespace_kernels``).
+      ``kernel(ctx, *arrays, **attrs)`` (``chainrule.backend.array_api.kernels``).
     """
 
     name: str

@@ -168,26 +168,6 @@ def _bind(t, value, sizes, where, pname, exprs):
             _bind(f, v, sizes, where, pname, exprs)
 
 
-def attr_symbols(module) -> dict:
-    """The symbols the shape attributes of a module's op calls name (an ordered set)."""
-    from .nodes import Call
-    from .visitor import nested_blocks
-
-    out: dict = {}
-    stack = [fn.body for fn in module.functions.values()]
-    while stack:
-        block = stack.pop()
-        for b in block.bindings:
-            v = b.value
-            if type(v) is Call and v.attrs and has_symbolic_attrs(v.attrs):
-                for key in SHAPE_ATTRS:
-                    for d in v.attrs.get(key) or ():
-                        for sym in symbols_of(d):
-                            out.setdefault(sym, None)
-            stack.extend(nested_blocks(v))
-    return out
-
-
-__all__ = ["SHAPE_ATTRS", "attr_symbols", "bind_symbols", "check_expressions", "dim_size",
+__all__ = ["SHAPE_ATTRS", "bind_symbols", "check_expressions", "dim_size",
            "has_symbolic_attrs", "resolve_attrs", "resolve_shape", "symbol_sources",
            "type_symbols"]

@@ -210,8 +210,7 @@ class Mutator:
         """Rewrite a nested block."""
         self.builder.begin_block()
         self.emit_bindings(block.bindings)
-        result = self.result(block.result)
-        return Block(self.builder._frames.pop(), result)
+        return self.builder.end_block(self.result(block.result))
 
     def result(self, r):
         return self.atom(r)
@@ -262,16 +261,15 @@ class Mutator:
                 return builder.emit(call, binding.var.name)
         # the operands keep their types, so does the result: Builder.emit_typed, inlined
         var = typed_var(binding.var.name or builder.fresh_name(), binding.var.type)
-        builder._frames[-1].append(Binding(var, call))
+        builder.bindings.append(Binding(var, call))
         return var
 
     def function(self, fn: Function) -> Function:
         params = [self.copy_var(p) for p in fn.params]
         self.builder.begin_block()
         self.emit_bindings(fn.body.bindings)
-        result = self.result(fn.body.result)
-        bindings = self.builder._frames.pop()
-        return Function(params, Block(bindings, result), fn.ret_type, fn.attrs)
+        body = self.builder.end_block(self.result(fn.body.result))
+        return Function(params, body, fn.ret_type, fn.attrs)
 
     def run(self) -> Module:
         funcs = {}

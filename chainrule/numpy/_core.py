@@ -43,7 +43,7 @@ def _kinked_root(s, p: float = 2.0):
     return _ops.where(zero, 0, _ops.sqrt(safe) if p == 2 else safe ** (1.0 / p))
 
 
-def _exposes(op):
+def exposes(op):
     def deco(fn):
         EXPOSED.setdefault(op, []).append(fn.__name__)
         return fn
@@ -107,7 +107,7 @@ def _scan_input(x, axis, dtype, out, who):
 
 
 @_method("cumsum")
-@_exposes(_ops.cumsum)
+@exposes(_ops.cumsum)
 def cumsum(a, axis=None, dtype=None, out=None):
     x, axis = _scan_input(a, axis, dtype, out, "cumsum")
     return _ops.cumsum(x, axis=axis)
@@ -195,4 +195,4 @@ def size(x) -> int:
 
 
 __all__ = [n for n in dir() if not n.startswith("_")
-           and n not in ("annotations", "builtins", "array_method", "EXPOSED")]
+           and n not in ("annotations", "builtins", "array_method", "EXPOSED", "exposes")]

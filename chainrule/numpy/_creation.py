@@ -18,7 +18,7 @@ import numpy as _np
 
 from .. import ops as _ops
 from ..ir.op import is_dispatched as _is_dispatched
-from ._core import _exposes
+from ._core import exposes
 
 __all__ = ["full", "full_like", "linspace"]
 
@@ -41,7 +41,7 @@ def _shape_tuple(shape) -> tuple:
     return (int(shape),) if isinstance(shape, (int, _np.integer)) else tuple(shape)
 
 
-@_exposes(_ops.full)
+@exposes(_ops.full)
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     """``np.full``: an array of ``shape`` filled with ``fill_value`` (broadcast)."""
     if _number(fill_value):
@@ -49,7 +49,7 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     return _filled(_shape_tuple(shape), fill_value, dtype)
 
 
-@_exposes(_ops.full_like)
+@exposes(_ops.full_like)
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """``np.full_like``: ``full`` with ``a``'s shape and dtype unless given."""
     if not _is_dispatched(a):

@@ -169,11 +169,10 @@ def modf(x):
 
 def i0(x):
     """``np.i0``: the modified Bessel function of the first kind, order 0."""
-    from ..scipy.special import i0 as special_i0
     x = _as_value(x)
     if _dtype(x).kind == "c":
         raise ArgumentError("i0 not supported for complex values")
-    return special_i0(x)
+    return _ops.bessel_i0(x)
 
 
 # -- nan reductions -------------------------------------------------------------------------

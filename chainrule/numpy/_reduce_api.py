@@ -25,7 +25,7 @@ import numpy as _np
 from .. import ops as _ops
 from ..ops.reduction import all as _all_op
 from ..ops.reduction import any as _any_op
-from ._core import _exposes
+from ._core import exposes
 from ._shapes import _as_value
 
 __all__ = ["all", "amax", "amin", "any", "max", "mean", "min", "prod", "sum"]
@@ -64,7 +64,7 @@ def _reducer(name: str, op, identity, combine):
     """The NumPy-signature function of reduction ``op`` (identity: the value ``where``
     fills in, None when there is none; combine: how ``initial`` joins the result)."""
 
-    @_exposes(op)
+    @exposes(op)
     def reduce(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NOVALUE,
                where=_NOVALUE):
         _no_out(out, name)
@@ -102,7 +102,7 @@ amin = _reducer("amin", _ops.min, None, _ops.minimum)
 
 
 def _logical(name: str, op, identity: bool):
-    @_exposes(op)
+    @exposes(op)
     def reduce(a, axis=None, out=None, keepdims=False, *, where=_NOVALUE):
         _no_out(out, name)
         a = _asarray(a)
@@ -120,7 +120,7 @@ any = _logical("any", _any_op, False)  # noqa: A001
 all = _logical("all", _all_op, True)  # noqa: A001
 
 
-@_exposes(_ops.mean)
+@exposes(_ops.mean)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NOVALUE):
     """``np.mean``; with ``where``, the mean of the selected elements."""
     _no_out(out, "mean")

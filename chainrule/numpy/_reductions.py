@@ -36,7 +36,7 @@ from ..ops.reduction import all as _all
 from ..ops.reduction import correlate_valid as _correlate_valid
 from ..ops.reduction import window as _window
 from ..rules.common import element_count
-from ._core import _exposes, _kinked_root
+from ._core import _kinked_root, exposes
 from ._shapes import _as_value
 from ._sorting import partition, sort, take
 
@@ -549,7 +549,7 @@ def _check_1d(a, v):
     return a, v
 
 
-@_exposes(_correlate_valid)
+@exposes(_correlate_valid)
 def convolve(a, v, mode="full"):
     """``np.convolve`` of two 1-D arrays, modes 'full', 'same' (length max(N, M)) and
     'valid'; differentiable in both, at every order (the derivatives are correlations)."""

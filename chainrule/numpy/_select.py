@@ -16,7 +16,7 @@ from .. import ops as _ops
 from ..errors import ConcretizationError, TraceError
 from ..ir.array import as_user_array
 from ..ir.op import is_dispatched as _is_dispatched
-from ._core import _exposes, _shape
+from ._core import _shape, exposes
 from ._shapes import (
     ShapeArgumentError,
     _as_value,
@@ -68,7 +68,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 _NO = object()
 
 
-@_exposes(_ops.where)
+@exposes(_ops.where)
 def _has_array(value) -> bool:
     """Whether an array, NumPy scalar, traced value or tape tensor is in ``value``."""
     if isinstance(value, (list, tuple)):

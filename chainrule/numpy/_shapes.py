@@ -33,7 +33,7 @@ from numpy.lib.array_utils import normalize_axis_index as _axis_index
 from .. import ops as _ops
 from ..errors import ConcretizationError, InvalidValueError, TraceError
 from ..ir.op import is_dispatched as _is_dispatched
-from ._core import _exposes, _shape
+from ._core import _shape, exposes
 
 
 class ShapeArgumentError(InvalidValueError):
@@ -311,7 +311,7 @@ def _no_out(out, name):
                          f"immutable); use the returned array")
 
 
-@_exposes(_ops.concatenate)
+@exposes(_ops.concatenate)
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """``np.concatenate`` (``axis=None`` flattens the arrays first)."""
     arrays = [_as_value(a) for a in arrays]
@@ -350,7 +350,7 @@ def _split(ary, indices_or_sections, axis, equal: bool, name: str) -> list:
     return [_slice_axis(x, axis, slice(lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
 
 
-@_exposes(_ops.split)
+@exposes(_ops.split)
 def split(ary, indices_or_sections, axis=0):
     """``np.split``: equal sections (an int) or at the given indices; a list."""
     return _split(ary, indices_or_sections, axis, True, "split")

@@ -33,7 +33,7 @@ from ..emit.methods import array_method
 from ..emit.trace import Traced as _Traced
 from ..errors import ConcretizationError, TraceError
 from ..ir.op import is_dispatched as _is_dispatched
-from ._core import _exposes
+from ._core import exposes
 
 __all__ = ["argpartition", "argsort", "partition", "searchsorted", "sort", "take",
            "take_along_axis", "unique"]
@@ -136,7 +136,7 @@ def _no_order(order, who):
         raise ValueError(f"{who}: order= (structured arrays) is not supported")
 
 
-@_exposes(_ops.argsort)
+@exposes(_ops.argsort)
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """``np.argsort``, always stable (ties keep their order; ``kind`` and ``stable`` are
     accepted and make no difference), as int64. Not differentiable."""
@@ -148,7 +148,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     return _ops.argsort(a, axis=axis)
 
 
-@_exposes(_ops.sort)
+@exposes(_ops.sort)
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     """``np.sort`` (``axis=None`` sorts the flattened array; ``kind`` and ``stable``
     make no difference to the values). Differentiable: the derivative is that of
@@ -159,7 +159,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return _ops.sort(a, axis=axis)
 
 
-@_exposes(_ops.argpartition)
+@exposes(_ops.argpartition)
 def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     """``np.argpartition`` (NumPy's introselect, so the same indices as NumPy), int64.
     Not differentiable."""
@@ -179,7 +179,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     return take_along_axis(a, _ops.argpartition(a, kth, axis=axis), axis)
 
 
-@_exposes(_ops.searchsorted)
+@exposes(_ops.searchsorted)
 def searchsorted(a, v, side="left", sorter=None):
     """``np.searchsorted``: indices into the sorted 1-D ``a`` (``a[sorter]`` when a
     sorter is given) where ``v``'s elements would be inserted (int64). Not

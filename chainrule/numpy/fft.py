@@ -39,7 +39,7 @@ from ..errors import ArgumentError, ConcretizationError, TypeInferenceError
 from ..ir.op import is_dispatched as _is_dispatched
 from ..ops import fft as _fft_ops
 from ._assemble import assemble as _assemble
-from ._core import _exposes
+from ._core import exposes
 from ._shapes import ShapeArgumentError, _as_value, _concrete, _slice_axis
 
 
@@ -193,7 +193,7 @@ def _irfft_1d(x, n, axis: int, norm: str, who: str):
 
 
 # -- NumPy's functions -----------------------------------------------------------------------
-@_exposes(_fft_ops.fft)
+@exposes(_fft_ops.fft)
 def fft(a, n=None, axis=-1, norm=None, out=None):
     """``np.fft.fft``: the DFT along ``axis``, zero-padded or truncated to ``n``."""
     x = _as_value(a)
@@ -210,7 +210,7 @@ def ifft(a, n=None, axis=-1, norm=None, out=None):
     return _into_out(y, out, "ifft")
 
 
-@_exposes(_fft_ops.rfft)
+@exposes(_fft_ops.rfft)
 def rfft(a, n=None, axis=-1, norm=None, out=None):
     """``np.fft.rfft``: the DFT of a real array, its ``n // 2 + 1`` non-negative
     frequencies."""
@@ -220,7 +220,7 @@ def rfft(a, n=None, axis=-1, norm=None, out=None):
     return _into_out(y, out, "rfft")
 
 
-@_exposes(_fft_ops.irfft)
+@exposes(_fft_ops.irfft)
 def irfft(a, n=None, axis=-1, norm=None, out=None):
     """``np.fft.irfft``: ``n`` real values (default ``2 (m - 1)``) from the ``m``
     non-negative frequencies of a Hermitian spectrum (the imaginary parts of the DC

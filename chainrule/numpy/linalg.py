@@ -36,7 +36,7 @@ from ..ir.op import is_dispatched as _is_dispatched
 from ..ops.linalg import LinAlgError
 from . import _linalg
 from ._assemble import assemble as _assemble
-from ._core import _exposes, _shape
+from ._core import _shape, exposes
 from ._linalg import LinalgArgumentError
 
 EigResult = namedtuple("EigResult", "eigenvalues eigenvectors")
@@ -82,7 +82,7 @@ def _need_square(name, x):
 
 
 # -- solvers and inverses ------------------------------------------------------------------
-@_exposes(_ops.solve)
+@exposes(_ops.solve)
 def solve(a, b):
     """x with a @ x = b; b is one vector (M,) or a stack of matrices (..., M, K) (NumPy 2)."""
     if _ndim(b) == 1:
@@ -117,19 +117,19 @@ def matrix_power(a, n):
     return result
 
 
-@_exposes(_ops.det)
+@exposes(_ops.det)
 def det(a):
     """The determinant (its derivative is the adjugate: exact at singular matrices too)."""
     return _ops.det(a)
 
 
-@_exposes(_ops.slogdet)
+@exposes(_ops.slogdet)
 def slogdet(a):
     """(sign, log|det a|), a named tuple like NumPy's."""
     return SlogdetResult(*_ops.slogdet(a))
 
 
-@_exposes(_ops.cholesky)
+@exposes(_ops.cholesky)
 def cholesky(a, /, *, upper=False):
     """The lower Cholesky factor L (a = L L^H), or U = L^H with upper=True; only the lower
     triangle of a is read."""
@@ -137,7 +137,7 @@ def cholesky(a, /, *, upper=False):
     return _mH(lower) if upper else lower
 
 
-@_exposes(_ops.qr)
+@exposes(_ops.qr)
 def qr(a, mode="reduced"):
     """q, r with a = q r; mode 'reduced', 'complete' or 'r' (r alone)."""
     if mode == "r":
@@ -154,26 +154,26 @@ def _uplo(uplo) -> bool:
     return uplo == "L"
 
 
-@_exposes(_ops.eigh)
+@exposes(_ops.eigh)
 def eigh(a, UPLO="L"):  # noqa: N803 - NumPy's name
     """Eigenvalues (ascending) and eigenvectors of a symmetric/Hermitian matrix whose
     UPLO triangle is read."""
     return EighResult(*_ops.eigh(a, _uplo(UPLO)))
 
 
-@_exposes(_ops.eigvalsh)
+@exposes(_ops.eigvalsh)
 def eigvalsh(a, UPLO="L"):  # noqa: N803
     """Eigenvalues (ascending) of a symmetric/Hermitian matrix."""
     return _ops.eigvalsh(a, _uplo(UPLO))
 
 
-@_exposes(_ops.eig)
+@exposes(_ops.eig)
 def eig(a):
     """Eigenvalues and unit right eigenvectors (largest component real), complex."""
     return EigResult(*_ops.eig(a))
 
 
-@_exposes(_ops.eigvals)
+@exposes(_ops.eigvals)
 def eigvals(a):
     """Eigenvalues of a general matrix, complex."""
     return _ops.eigvals(a)
@@ -191,7 +191,7 @@ def _np_flip_last(x):
     return _ops.flip(x, -1)
 
 
-@_exposes(_ops.svd)
+@exposes(_ops.svd)
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """u, s, vh with a = u diag(s) vh (NumPy's default full_matrices=True; the
     derivative needs full_matrices=False or a square a); s alone without compute_uv."""
@@ -225,13 +225,13 @@ def _take_columns(u, idx, n):
     return take_along_axis(u, _ops.broadcast_to(_ops.expand_dims(idx, -2), shape), axis=-1)
 
 
-@_exposes(_ops.svdvals)
+@exposes(_ops.svdvals)
 def svdvals(x, /):
     """The singular values, descending."""
     return _ops.svdvals(x)
 
 
-@_exposes(_ops.pinv)
+@exposes(_ops.pinv)
 def pinv(a, rcond=None, hermitian=False, *, rtol=_np._NoValue):
     """The pseudo-inverse; singular values <= rcond * the largest are dropped (NumPy 2's
     defaults: rcond 1e-15, or with rtol=None max(M, N) * eps)."""

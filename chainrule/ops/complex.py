@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
+from ..ir.types import DType, TensorType
 from . import templates
-from .common import DType, TensorType, broadcast_shapes, define, fmt, promote, tensor_types
+from .common import broadcast_shapes, define, fmt, promote, tensor_types
 from .elementwise import real_dtype
 
 __all__ = ["real", "imag", "conj", "angle", "complex_from_parts"]

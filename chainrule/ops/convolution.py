@@ -39,7 +39,9 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..errors import TypeInferenceError
-from .common import REQUIRED, DType, TensorType, define, fmt, promote, tensor_types
+from ..ir.op import REQUIRED
+from ..ir.types import DType, TensorType
+from .common import define, fmt, promote, tensor_types
 
 __all__ = ["convolution", "convolution_transpose", "convolution_weight", "conv_output_size"]
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import DType, TensorType, TupleType, define, tensor_types
+from ..ir.types import DType, TensorType, TupleType
+from .common import define, tensor_types
 from .linalg import LinAlgError, compute_dtype, linalg_dtype, matrices, real_dtype, square
 
 __all__ = ["eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals", "qr", "pinv", "expm"]

@@ -15,17 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
+from ..ir.op import REQUIRED
+from ..ir.types import DType, TensorType
 from . import templates
-from .common import (
-    REQUIRED,
-    DType,
-    TensorType,
-    broadcast_shapes,
-    define,
-    fmt,
-    promote,
-    tensor_types,
-)
+from .common import broadcast_shapes, define, fmt, promote, tensor_types
 
 
 def _binary_type(name, result_dtype=None):

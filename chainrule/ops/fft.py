@@ -30,7 +30,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
-from .common import REQUIRED, DType, TensorType, define, normalize_axes, normalize_axis
+from ..ir.op import REQUIRED
+from ..ir.types import DType, TensorType
+from .common import define, normalize_axes, normalize_axis
 from .common import tensor_types as _tensor_types
 
 __all__ = ["NORMS", "fft", "irfft", "rfft", "swap_norm"]

@@ -21,9 +21,10 @@ from ..ir import dims
 from ..ir import printer as _printer
 from ..ir.indexing import ArrayIndex, Slice, key_to_python
 from ..ir.nodes import Constant
-from ..ir.op import is_dispatched
+from ..ir.op import REQUIRED, is_dispatched
+from ..ir.types import TensorType
 from . import templates
-from .common import REQUIRED, TensorType, broadcast_shapes, define, tensor_types
+from .common import broadcast_shapes, define, tensor_types
 
 
 def canonical_slice(s: Slice, n) -> tuple[Slice, int | str]:

@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
-from .common import DType, TensorType, TupleType, broadcast_shapes, define, promote, tensor_types
+from ..ir.types import DType, TensorType, TupleType
+from .common import broadcast_shapes, define, promote, tensor_types
 
 __all__ = ["matmul", "solve", "triangular_solve", "cholesky", "slogdet", "det", "adjugate",
            "LinAlgError"]

@@ -19,8 +19,9 @@ import math
 
 import numpy as np
 
+from ..ir.types import TensorType
 from . import templates
-from .common import TensorType, define, tensor_types
+from .common import define, tensor_types
 from .elementwise import _unary_type, binary, unary
 
 # -- hyperbolic and inverse trigonometric ----------------------------------------------

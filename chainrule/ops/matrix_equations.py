@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import DType, TensorType, define, tensor_types
+from ..ir.types import DType, TensorType
+from .common import define, tensor_types
 from .linalg import LinAlgError, batch_of, cast, compute_dtype, linalg_dtype, matrices, square
 from .special import scipy_special
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.types import DType, TensorType
 from . import templates
-from .common import DType, TensorType, define, normalize_axes, tensor_types
+from .common import define, normalize_axes, tensor_types
 
 
 def _axis_normalize(name):

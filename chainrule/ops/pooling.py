@@ -33,7 +33,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import TypeInferenceError
-from .common import REQUIRED, DType, TensorType, define, fmt, tensor_types
+from ..ir.op import REQUIRED
+from ..ir.types import DType, TensorType
+from .common import define, fmt, tensor_types
 from .convolution import offset_slices, on_numpy
 
 __all__ = ["max_pool", "max_pool_select", "max_pool_scatter", "avg_pool",

@@ -22,7 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
-from .common import REQUIRED, DType, TensorType, check_shape, define, tensor_types
+from ..ir.op import REQUIRED
+from ..ir.types import DType, TensorType
+from .common import check_shape, define, tensor_types
 
 __all__ = ["random_draw", "random_bits", "random_split", "random_fold_in", "random_normal",
            "random_uniform"]

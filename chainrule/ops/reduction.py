@@ -23,18 +23,10 @@ import numpy as np
 
 from ..errors import TypeInferenceError
 from ..ir.indexing import Slice
-from ..ir.op import is_dispatched
+from ..ir.op import REQUIRED, is_dispatched
+from ..ir.types import DType, TensorType
 from . import templates
-from .common import (
-    REQUIRED,
-    DType,
-    TensorType,
-    define,
-    normalize_axes,
-    normalize_axis,
-    promote,
-    tensor_types,
-)
+from .common import define, normalize_axes, normalize_axis, promote, tensor_types
 from .indexing import index, index_add
 from .shape import broadcast_to, zeros, zeros_like
 

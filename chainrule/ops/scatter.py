@@ -23,8 +23,10 @@ import numpy as np
 from ..errors import TypeInferenceError
 from ..ir import printer as _printer
 from ..ir.indexing import key_to_python
+from ..ir.op import REQUIRED
+from ..ir.types import TensorType
 from . import templates
-from .common import REQUIRED, TensorType, broadcast_shapes, define, tensor_types
+from .common import broadcast_shapes, define, tensor_types
 from .indexing import _normalize_key, indexed_shape
 
 __all__ = ["index_set", "index_multiply", "index_min", "index_max", "SCATTER_METHODS"]

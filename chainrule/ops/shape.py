@@ -15,12 +15,10 @@ import numpy as np
 
 from ..errors import TypeInferenceError
 from ..ir import dims
+from ..ir.op import REQUIRED
+from ..ir.types import DType, TensorType, TupleType
 from . import templates
 from .common import (
-    REQUIRED,
-    DType,
-    TensorType,
-    TupleType,
     broadcast_shapes,
     check_shape,
     define,

@@ -19,8 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TypeInferenceError
+from ..ir.op import REQUIRED
+from ..ir.types import TensorType
 from . import templates
-from .common import REQUIRED, TensorType, define, normalize_axis, tensor_types
+from .common import define, normalize_axis, tensor_types
 
 __all__ = ["argpartition", "argsort", "searchsorted", "sort"]
 

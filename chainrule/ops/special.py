@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ChainruleError, TypeInferenceError
-from .common import DType, TensorType, broadcast_shapes, define, fmt, promote, tensor_types
+from ..ir.types import DType, TensorType
+from .common import broadcast_shapes, define, fmt, promote, tensor_types
 
 _SPECIAL = None
 

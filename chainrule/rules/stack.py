@@ -6,7 +6,7 @@ the cotangents of its elements, and an empty stack of cotangents stands for a st
 of zeros of any depth (so a zero needs no depth). Pushing and popping are linear
 and transpose into each other; ``stack_pop_or_zero`` pops a stack that may be that
 empty zero. Forward mode mirrors each op on the tangent stacks
-(``transform/jvp_closures.py``).
+(``transform/forward/closures.py``).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import numpy as _np
 
 from .. import ops as _ops
 from ..numpy._assemble import assemble as _assemble
-from ..numpy._core import _exposes, _shape
+from ..numpy._core import exposes, shape
 from ..numpy._linalg import LinalgArgumentError
 from ..numpy.linalg import inv as _np_inv
 from ..ops.linalg import LinAlgError
@@ -38,7 +38,7 @@ def _dtype(x) -> _np.dtype:
 
 
 def _ndim(x) -> int:
-    return len(_shape(x))
+    return len(shape(x))
 
 
 def _complex(x) -> bool:
@@ -55,7 +55,7 @@ def _mH(x):
 
 
 def _band(x, k, lower):
-    rows, cols = _shape(x)[-2:]
+    rows, cols = shape(x)[-2:]
     mask = _np.tri(rows, cols, k, dtype=bool) if lower else ~_np.tri(rows, cols, k - 1,
                                                                       dtype=bool)
     return _ops.where(mask, x, _np.zeros((), _dtype(x)))
@@ -72,7 +72,7 @@ def _as_given(x, vector):
     return x[..., 0] if vector else x
 
 
-@_exposes(_ops.triangular_solve)
+@exposes(_ops.triangular_solve)
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                      check_finite=True):
     """x with op(a) x = b, op(a) = a, a^T (trans 1 / 'T') or a^H (2 / 'C'); only the lower
@@ -84,7 +84,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 def _from_triangle(a, lower, hermitian):
     """The symmetric (Hermitian: conjugate, real diagonal) matrix one triangle of a gives."""
     strict = _band(a, -1, True) if lower else _band(a, 1, False)
-    diag = _ops.where(_np.eye(_shape(a)[-1], dtype=bool), a, _np.zeros((), _dtype(a)))
+    diag = _ops.where(_np.eye(shape(a)[-1], dtype=bool), a, _np.zeros((), _dtype(a)))
     if hermitian and _complex(a):
         diag = _ops.complex_from_parts(_ops.real(diag), _ops.zeros_like(_ops.real(diag)))
         return strict + _mH(strict) + diag
@@ -144,9 +144,9 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         if kind in ("upper", "lower"):
             kind = "lower" if kind == "upper" else "upper"
         lower = not lower
-    n = _shape(a)[-1] if _ndim(a) >= 2 else None
-    if _ndim(a) < 2 or _shape(a)[-2] != n:
-        raise LinAlgError(f"solve: a must be square (..., n, n), got shape {_shape(a)}")
+    n = shape(a)[-1] if _ndim(a) >= 2 else None
+    if _ndim(a) < 2 or shape(a)[-2] != n:
+        raise LinAlgError(f"solve: a must be square (..., n, n), got shape {shape(a)}")
     bm, vector = _as_matrix(b)
     if kind == "gen":
         x = _ops.solve(a, bm)
@@ -169,7 +169,7 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
     """a^-1 (solve(a, I) with the same ``assume_a`` kinds as ``solve``)."""
     if assume_a in (None, "gen", "general"):
         return _np_inv(a)
-    eye = _np.eye(_shape(a)[-1], dtype=_dtype(a) if _dtype(a).kind in "fc" else _np.float64)
+    eye = _np.eye(shape(a)[-1], dtype=_dtype(a) if _dtype(a).kind in "fc" else _np.float64)
     return solve(a, eye, lower=lower, assume_a=assume_a)
 
 
@@ -213,7 +213,7 @@ def eigvalsh(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, typ
                 subset_by_index=subset_by_index, subset_by_value=subset_by_value)
 
 
-@_exposes(_ops.expm)
+@exposes(_ops.expm)
 def expm(A):  # noqa: N803 - SciPy's name
     """The matrix exponential; its derivative along E is the Frechet derivative, the upper
     right block of expm([[A, E], [0, A]])."""
@@ -224,7 +224,7 @@ _NO_DISP = ("sqrtm: disp=False (deprecated since SciPy 1.16) is not supported; t
             "residual is norm(s @ s - A) / norm(A)")
 
 
-@_exposes(_ops.sqrtm)
+@exposes(_ops.sqrtm)
 def sqrtm(A, disp=True, blocksize=64):  # noqa: N803 - SciPy's name
     """The principal square root S of A (S @ S = A), always a complex matrix, as JAX's
     (SciPy's is real when the root is: a dtype known only from the values). Its derivative
@@ -234,14 +234,14 @@ def sqrtm(A, disp=True, blocksize=64):  # noqa: N803 - SciPy's name
     return _ops.sqrtm(A)
 
 
-@_exposes(_ops.solve_sylvester)
+@exposes(_ops.solve_sylvester)
 def solve_sylvester(a, b, q):
     """X with a X + X b = q (unique when a and -b share no eigenvalue). Differentiable
     in a, b and q: a dX + dX b = dq - da X - X db."""
     return _ops.solve_sylvester(a, b, q)
 
 
-@_exposes(_ops.solve_banded)
+@exposes(_ops.solve_banded)
 def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
     """x with A x = b, A given by its diagonals: (l, u) = l_and_u sub- and
     super-diagonals, ab[u + i - j, j] = A[i, j] (SciPy's banded storage; the corners of

@@ -16,7 +16,7 @@ from .. import ops as _ops
 from ..errors import ChainruleError as _ChainruleError
 from ..ir.op import is_dispatched as _is_dispatched
 from ..numpy._assemble import assemble as _assemble
-from ..numpy._core import _exposes
+from ..numpy._core import exposes
 
 
 def _shape(x) -> tuple:
@@ -100,7 +100,7 @@ def psi(x):
     return _ops.digamma(x)
 
 
-@_exposes(_ops.bessel_yn)
+@exposes(_ops.bessel_yn)
 def yn(n, x):
     """The Bessel function of the second kind of integer order n (an int or an integer
     array, broadcast against x; a float order is refused: SciPy would truncate it). Its

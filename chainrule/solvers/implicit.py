@@ -220,7 +220,7 @@ def _fixed_point_solve(f, tol, max_iter, what, x0, *params):
 
 def _fixed_point_vjp(nondiff, args, x_star, x_bar):
     """x* = f(x*, p);  p_bar = B^T w with w = x_bar + A^T w (a fixed point itself)"""
-    from ..api import vjp
+    from ..api.reverse import vjp
 
     f, tol, max_iter, what = nondiff
     _, *params = args
@@ -236,7 +236,7 @@ def _fixed_point_vjp(nondiff, args, x_star, x_bar):
 
 def _fixed_point_jvp(nondiff, args, x_star):
     """x* = f(x*, p);  dx* = A dx* + B dp (a fixed point itself)"""
-    from ..api_forward import jvp
+    from ..api.forward import jvp
 
     f, tol, max_iter, what = nondiff
     x0, *params = args
@@ -317,7 +317,7 @@ def _root_solve(f, solve, tangent_solve, has_aux, x0, *closed):
 
 def _root_vjp(nondiff, args, out, g):
     """f(x*, p) = 0;  p_bar = -(df/dp)^T w with J^T w = x_bar (tangent_solve)"""
-    from ..api import vjp
+    from ..api.reverse import vjp
 
     f, _, tangent_solve, has_aux = nondiff
     _, *closed = args
@@ -329,7 +329,7 @@ def _root_vjp(nondiff, args, out, g):
 
 def _root_jvp(nondiff, args, out):
     """f(x*, p) = 0;  dx* = -J^-1 (df/dp dp) (tangent_solve)"""
-    from ..api_forward import jvp
+    from ..api.forward import jvp
 
     f, _, tangent_solve, has_aux = nondiff
     x0, *closed = args
@@ -374,7 +374,7 @@ def _zeros_tree(a):
 def _param_cotangents(f, x_star, params, w):
     """(df/dp at (x*, p))^T w, one pytree per parameter (None for a parameter without a
     floating leaf; zeros at its integer leaves)."""
-    from ..api import vjp
+    from ..api.reverse import vjp
 
     leaves, tree = flatten(tuple(params))
     _, pull = vjp(lambda *p: f(x_star, *unflatten(tree, list(p))), *leaves)

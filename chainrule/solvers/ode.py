@@ -291,7 +291,7 @@ def _float_leaves(args):
 
 def _adjoint(func, options, ys, ts, args, g):
     """(y0_bar, ts_bar, args_bar) for the output cotangent ``g`` (like ``ys``)."""
-    from ..api import vjp
+    from ..api.reverse import vjp
 
     options = options.derived()
     leaves, tree, floats = _float_leaves(args)
@@ -356,7 +356,7 @@ def _as_vector(ct, like, dtype):
 def _tangent(func, options, y0, ts, args, dy0, darg):
     """The tangent of the solution for an initial tangent ``dy0`` and, with
     ``darg = (k, t)``, the tangent ``t`` of the floating argument leaf ``k``."""
-    from ..api_forward import jvp
+    from ..api.forward import jvp
 
     options = options.derived()
     n = aval(y0)[0][0]

@@ -34,11 +34,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numpy as cnp
-from ..backend.codegen import compile_module
+from ..api.custom import custom_vjp
+from ..backend.codegen.generate import compile_module
 from ..backend.interpret import Interpreter
-from ..custom import custom_vjp
+from ..emit.trace import Trace, Traced, current_trace
 from ..errors import ChainruleError, TraceError, TypeInferenceError
-from ..frontend.tracer import Trace, Traced, abstract_type, current_trace, recording_trace
+from ..frontend.tracer import abstract_type, recording_trace
 from ..ir.nodes import Module, Tuple, Var
 from ..ir.op import REQUIRED, is_dispatched
 from ..ir.types import DType, TensorType, TupleType
@@ -243,7 +244,7 @@ class ConvertedFunction:
         # trace (they may all be an enclosing trace's captured inputs)
         outer = recording_trace(values) if any(isinstance(x, Traced) for x in values) else None
         if outer is not None:
-            from ..api import inline_into
+            from ..api.specialization import inline_into
 
             atoms = [outer.atom(x) for x in values]
             result = _unpack(outer, inline_into(outer, self.module, "main", atoms))

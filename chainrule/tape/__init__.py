@@ -12,7 +12,8 @@ array([[8., 8.],
        [8., 8.]])
 """
 
-from .graph import STATS, record_module
+from .graph import record_module
+from .pullback import STATS
 from .tensor import Tensor, lazy, no_grad, tensor
 
 __all__ = ["STATS", "Tensor", "lazy", "no_grad", "record_module", "tensor"]

@@ -20,9 +20,9 @@ import numpy as np
 
 from ..errors import ChainruleError, GradientError
 from ..ir.builder import Builder
-from ..ir.infer import attrs_key, type_call
+from ..ir.infer import type_call
 from ..ir.nodes import Constant, Module, TupleGetItem
-from ..ir.op import PYTHON_SCALARS, evaluate, weak_scalar_dtype
+from ..ir.op import PYTHON_SCALARS, attrs_key, evaluate, weak_scalar_dtype
 from ..ir.types import DType, TensorType, TupleType
 from .eager import eager_gradients
 from .pullback import STATS, Pullback, PullbackCache

@@ -16,14 +16,14 @@ from __future__ import annotations
 import threading
 from collections import Counter, OrderedDict
 
-from ..backend.codegen import compile_module
+from ..backend.codegen.generate import compile_module
 from ..backend.execution import KERNEL_ERRORS
 from ..backend.interpret import Interpreter, StraightLine
 from ..errors import GradientError
 from ..ir.nodes import Call, Function, Module
 from ..ir.visitor import free_vars
-from ..transform.gradient import vjp_module
-from ..transform.optimize import optimize
+from ..transform.cleanup.optimize import optimize
+from ..transform.reverse.gradient import vjp_module
 
 STATS = {
     "eager_backwards": 0,  # first backwards of a structure, run by applying the rules

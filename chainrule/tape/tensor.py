@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from .. import ops
-from ..backend.namespaces import as_numpy, foreign_namespace
+from ..backend.array_api.namespaces import as_numpy, foreign_namespace
 from ..emit.methods import ArrayMethods, install_direct_operators
 from ..errors import ArgumentError, ChainruleError, ConcretizationError, TraceError
 from ..ir.op import (
@@ -87,7 +87,7 @@ class Node:
         self.args = args
         self.attrs = attrs
         self.sig = sig
-        self.seq = next(_SEQ)  # recording order, so graphs print as they were written
+        self.seq = next(NODE_NUMBERS)  # recording order, so graphs print as they were written
 
 
 class Signature:
@@ -119,7 +119,7 @@ class Signature:
                 for v, d in zip(values, self.scalar_dtypes)]
 
 
-_SEQ = itertools.count(1)
+NODE_NUMBERS = itertools.count(1)
 
 
 class Tensor(ArrayMethods):

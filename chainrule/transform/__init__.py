@@ -5,18 +5,18 @@ of names (``Pipeline(["gradient", "optimize"])``, ``Pipeline.parse(text)``,
 ``python -m chainrule passes FILE gradient,optimize``)."""
 
 from .base import PASSES, FunctionPass, OptionsPass, Pass, Pipeline, get_pass, register_pass
-from .cse import CSE, cse
-from .dce import DCE, dce
-from .fuse import Fuse, fuse
-from .gradient import Gradient, VJPPass, gradient, vjp_module
-from .inline import Inline, inline
-from .jvp import JVPPass, jvp
-from .linearize import Linearize, linearize
-from .optimize import Optimize, optimize
-from .partial_eval import PartialEval, partial_eval
-from .simplify import Simplify, simplify
-from .transpose import Transpose, transpose
-from .vmap import VmapPass, vmap  # noqa: F401  (registers the vmap pass)
+from .cleanup.cse import CSE, cse
+from .cleanup.dce import DCE, dce
+from .cleanup.inline import Inline, inline
+from .cleanup.optimize import Optimize, optimize
+from .cleanup.partial_eval import PartialEval, partial_eval
+from .cleanup.simplify import Simplify, simplify
+from .forward.jvp import JVPPass, jvp
+from .forward.linearize import Linearize, linearize
+from .lowering.fuse import Fuse, fuse
+from .reverse.gradient import Gradient, VJPPass, gradient, vjp_module
+from .transpose.transpose import Transpose, transpose
+from .vmap.vmap import VmapPass, vmap  # noqa: F401  (registers the vmap pass)
 
 __all__ = ["CSE", "DCE", "Fuse", "FunctionPass", "Gradient", "Inline", "JVPPass", "Linearize",
            "Optimize", "OptionsPass", "PASSES", "PartialEval", "Pass", "Pipeline", "Simplify",

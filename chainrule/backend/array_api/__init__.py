@@ -1,0 +1,1 @@
+"""chainrule.backend.array_api."""

@@ -1,0 +1,125 @@
+"""Where numba code is compiled, cached and loaded, and the thread that compiles it.
+
+Every numba function chainrule makes (a fused region's kernels, ``regions.py``; a whole
+program's loops, ``loops.py``) is written once to ``<cache>/<kind>_<hash>.py`` (the
+hash of its text, which holds its argument types in the ``njit`` signature) and
+imported; numba's ``cache=True`` keeps the machine code in the ``__pycache__`` next to
+it, so a second process loads it in milliseconds instead of compiling it. ``<cache>``
+is ``$CHAINRULE_CACHE_DIR/numba``, by default ``~/.cache/chainrule/numba``
+(``$XDG_CACHE_HOME`` respected).
+
+Compiling never blocks a caller: jobs (``compile()`` methods) go to one daemon
+thread, in the order programs asked for them (numba takes 0.1 to several seconds per
+function, its first in a process also imports numba, ~0.5 s; a thread costs the caller
+only a share of the GIL during the compile).
+
+Opt-in: ``CHAINRULE_NUMBA=1`` in the environment or ``use_numba(True)``, when numba
+is installed (``pip install chainrule[fast]``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import queue
+import sys
+import threading
+
+ENV = "CHAINRULE_NUMBA"
+_override: bool | None = None
+
+
+def _vecmath_stamp() -> str:
+    """A hash of ``numba/vecmath.py``: numba's cache does not see a change in a module a
+    kernel calls, so the stamp is part of every kernel's text (and of its file's name)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vecmath.py")
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+HEADER = ("# chainrule: the loops of a fused region, compiled by numba "
+           "(machine code cached in __pycache__)\nimport math\n\nimport numba\n"
+           "import numpy as np\n\n"
+           f"from chainrule.backend.numba import vecmath as vm  # version {_vecmath_stamp()}"
+           "\n\n\n")
+
+
+def available() -> bool:
+    """Whether numba is installed (found without importing it: that takes ~0.5 s)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def use_numba(flag: bool | None) -> None:
+    """Turn the numba backend on or off for programs compiled from now on (``None``:
+    back to the environment's ``CHAINRULE_NUMBA``)."""
+    global _override
+    _override = flag
+
+
+def enabled() -> bool:
+    """Whether tier 2 compiles fused regions with numba (opt-in, and numba installed)."""
+    flag = _override if _override is not None else os.environ.get(ENV, "") not in ("", "0")
+    return bool(flag) and available()
+
+
+def cache_dir() -> str:
+    """Where kernels and numba's machine code are cached across processes."""
+    root = os.environ.get("CHAINRULE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "chainrule")
+    return os.path.join(root, "numba")
+
+
+# -- kernels on disk -----------------------------------------------------------------------
+_LOADED: dict[str, object] = {}  # file path -> compiled dispatcher (one per process)
+_LOAD_LOCK = threading.Lock()
+
+
+def load_text(text: str, name: str, prefix: str):
+    """Function ``name`` of the numba module whose body is ``text`` (after the imports),
+    cached on disk as ``<prefix>_<hash of text>.py`` (``load_kernel``'s conventions)."""
+    if not text.startswith(HEADER):
+        text = HEADER + text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+    directory = cache_dir()
+    path = os.path.join(directory, f"{prefix}_{digest}.py")
+    with _LOAD_LOCK:
+        disp = _LOADED.get(path)
+        if disp is not None:
+            return disp
+        if not os.path.exists(path):  # written once: numba's cache checks the file's stamp
+            os.makedirs(directory, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        mod_name = f"chainrule_{prefix}_{digest}"
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[mod_name] = mod  # numba's cache locator finds functions by module
+        spec.loader.exec_module(mod)  # compiles, or loads the cached machine code
+        disp = _LOADED[path] = getattr(mod, name)
+        return disp
+
+
+# -- the background worker ----------------------------------------------------------------
+_JOBS: queue.Queue = queue.Queue()
+_WORKER: list = []
+_WORKER_LOCK = threading.Lock()
+
+
+def _work() -> None:
+    while True:
+        _JOBS.get().compile()
+
+
+def submit(jobs) -> None:
+    """Compile ``jobs`` (objects with a ``compile()`` method) in the background thread."""
+    with _WORKER_LOCK:
+        if not _WORKER:
+            t = threading.Thread(target=_work, name="chainrule-numba", daemon=True)
+            t.start()
+            _WORKER.append(t)
+    for job in jobs:
+        _JOBS.put(job)

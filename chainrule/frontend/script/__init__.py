@@ -1,0 +1,1 @@
+"""chainrule.frontend.script.functions."""

@@ -1,0 +1,1 @@
+"""chainrule.transform.forward."""
