@@ -9,7 +9,8 @@ from . import ops, random, rules  # noqa: F401  (register the operators and thei
 from .api.custom import custom_jvp, custom_vjp
 from .api.forward import hvp, jvp, jvp_via_vjp, linear_transpose, linearize
 from .api.jacobian import hessian, jacfwd, jacrev
-from .api.reverse import grad, jit, value_and_grad, vjp
+from .api.jit import jit
+from .api.reverse import grad, value_and_grad, vjp
 from .api.vmap import vmap
 from .backend.interpret import run
 from .errors import ChainruleError, ParseError, VerifyError

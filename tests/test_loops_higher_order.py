@@ -15,6 +15,7 @@ import chainrule as cr
 import chainrule.api.forward as api_forward
 import chainrule.api.reverse as api
 import chainrule.numpy as cnp
+from chainrule.api.transformed import Transformed
 from chainrule.frontend import script
 from chainrule.testing import check_grads
 
@@ -29,7 +30,7 @@ def compiled(monkeypatch):
     def refuse(*args):
         raise AssertionError(f"ran on the tape: {args[-1]!r}")
 
-    monkeypatch.setattr(api._Transform, "_fallback", refuse)
+    monkeypatch.setattr(Transformed, "_fallback", refuse)
     monkeypatch.setattr(api, "_vjp_on_tape", refuse)
     monkeypatch.setattr(api_forward, "_jvp_on_tape", refuse)
 

@@ -2,7 +2,7 @@
 they must not change.
 
 - A call whose arguments have the types of the last compiled one skips the argument
-  checks (``_Transform.__call__``'s fast path); when the generated code returns only
+  checks (``Transformed.__call__``'s fast path); when the generated code returns only
   arrays it allocated (``backend.execution.results_allocated``), ``own`` neither checks
   nor copies them (``checks.Allocated``). Not taken, or not skipping what protects the
   result: a changed dtype or shape, a captured value changed between calls (its guards

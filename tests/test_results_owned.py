@@ -7,7 +7,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
-from chainrule.checks import own
+from chainrule.api.results import own
 
 
 def _assert_owned(results, inputs):

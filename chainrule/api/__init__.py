@@ -8,7 +8,8 @@ program and how to run it), ``polymorphic`` (one program for every size)."""
 from .custom import custom_jvp, custom_vjp
 from .forward import hvp, jvp, jvp_via_vjp, linear_transpose, linearize
 from .jacobian import hessian, jacfwd, jacrev
-from .reverse import grad, jit, trace_grad_module, value_and_grad, vjp
+from .jit import jit
+from .reverse import grad, trace_grad_module, value_and_grad, vjp
 from .vmap import vmap
 
 __all__ = ["custom_jvp", "custom_vjp", "grad", "hessian", "hvp", "jacfwd", "jacrev", "jit",

@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from .. import numpy as cnp
-from ..checks import check_callable, check_tuple, fast_key, leaf_signature, like
+from ..checks import check_callable, check_tuple, like
 from ..emit.trace import Traced
 from ..errors import CompiledHigherOrderError, ConcretizationError, GradientError
 from ..frontend.capture import Stale
@@ -18,6 +18,7 @@ from ..ir.nodes import Binding, Block, Function, Module, Tuple, TupleGetItem, Va
 from ..ir.types import TensorType, has_float
 from ..transform.cleanup.optimize import optimize
 from ..tree import flatten, unflatten
+from .arguments import fast_key, leaf_signature
 from .grad_program import _leaf_ranges, _rebuild_of
 from .polymorphic import run_cached, symbolic_types
 from .reverse import grad, vjp

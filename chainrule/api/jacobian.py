@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import StaticArgs, check_argnums, check_argnums_form, check_callable, own
+from ..checks import check_argnums, check_argnums_form, check_callable
 from ..errors import GradientError
 from ..frontend.polymorphic import specs_of
 from ..frontend.tracer import trace_function
@@ -42,10 +42,13 @@ from ..ir.op import is_dispatched
 from ..ir.types import TensorType
 from ..transform.vmap.types import BatchingError
 from ..tree import flatten, unflatten
+from .arguments import StaticArgs
 from .grad_program import _leaf_ranges
 from .jacobian_program import _basis, _Chunked, _has_effects, _Pieces, _stack_block
-from .reverse import _leaf_types, _Transform
+from .results import own
+from .reverse import _leaf_types
 from .specialization import _Compiled
+from .transformed import Transformed
 from .vmap import basis_jacobian_program, largest_array
 
 # -- the checks (JAX's rules and wording) ---------------------------------------------
@@ -190,7 +193,7 @@ def _jacobian(f, argnums, has_aux: bool, holomorphic: bool, mode: str, name: str
         nums = check_argnums(argnums, call.n_pos, name)
         return _jacobian_eager(call, name, mode, argnums, nums, has_aux, holomorphic, fname)
 
-    t = _Transform(f, build, name, on_tape, statics=StaticArgs(f, None, None, name),
+    t = Transformed(f, build, name, on_tape, statics=StaticArgs(f, None, None, name),
                    diff=argnums)
     t.poly = specs_of(f, polymorphic_shapes, name)
     t.module = lambda *args, **kwargs: t.specialize(t.bind(args, kwargs))[0].module

@@ -2,7 +2,7 @@
 ``linearize``): with ``polymorphic_shapes`` their program is traced at symbolic types
 and kept per function, so a later call at another size of the named dimensions
 only runs it (``jit``, ``grad``, ``vmap`` and the Jacobians keep theirs in their
-``_Transform``). Without ``polymorphic_shapes`` each call traces again, as before.
+``Transformed``). Without ``polymorphic_shapes`` each call traces again, as before.
 
 >>> import numpy as np, chainrule as cr, chainrule.numpy as cnp
 >>> calls = []
@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import weakref
 
-from ..checks import leaf_signature
 from ..frontend.capture import Stale
 from ..frontend.polymorphic import leaf_types, specs_of
 from ..ir.op import is_dispatched
 from ..tree import flatten
+from .arguments import leaf_signature
 
 # f -> {(transform, argument structure, symbolic signature): program}; entries go with f
 _PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -1,4 +1,4 @@
-"""The user API: grad, value_and_grad, vjp (and, built on them, more).
+"""Reverse mode: grad, value_and_grad, vjp.
 
 Each transformed function traces the Python function once per input
 signature (tree structure, shapes, dtypes), runs the AD pass and the
@@ -10,36 +10,17 @@ enclosing trace instead, so transformations compose to any order.
 from __future__ import annotations
 
 import functools
-import warnings
 
 import numpy as np
 
-from ..backend.array_api.namespaces import OnBackend, get_namespace
 from ..backend.interpret import Interpreter
-from ..checks import (
-    Allocated,
-    BoundCall,
-    ManyStaticValues,
-    StaticArgs,
-    check_argnums,
-    check_argnums_form,
-    check_callable,
-    fast_key,
-    leaf_signature,
-    like,
-    own,
-)
-from ..emit.trace import Traced, current_trace
+from ..checks import check_argnums_form, check_callable, like
+from ..emit.trace import Traced
 from ..errors import (
-    ArgumentError,
-    ChainruleError,
-    ChainruleWarning,
     CompiledHigherOrderError,
     ConcretizationError,
     GradientError,
-    RecordedValueError,
 )
-from ..frontend.capture import Stale, Unrepeatable
 from ..frontend.polymorphic import specs_of as _polymorphic
 from ..frontend.tracer import trace_function
 from ..ir.collector import paused
@@ -48,144 +29,12 @@ from ..ir.op import is_dispatched
 from ..ir.types import TensorType, has_float
 from ..transform.cleanup.optimize import optimize
 from ..tree import flatten, unflatten
+from .arguments import StaticArgs
 from .grad_program import _argnums_tuple, _build_grad, _grads_tree, _leaf_ranges
 from .polymorphic import run_cached, symbolic_types
+from .results import own
 from .specialization import _Compiled, _outer_trace
-
-# -- helpers ----------------------------------------------------------------------------
-
-
-class _Transform:
-    """A function transformation cached per input signature and static values.
-
-    ``build(call, leaves)`` traces ``call.fn`` on ``call.args`` (a ``BoundCall``: the
-    static arguments are baked into ``call.fn``, see ``checks.StaticArgs``); ``diff``
-    names the arguments differentiated (never static)."""
-
-    MAX_SPECIALIZATIONS = 256  # then the oldest are dropped
-
-    def __init__(self, f, build, name: str, on_tape=None,
-                 fallback_for=(ConcretizationError, CompiledHigherOrderError),
-                 statics: StaticArgs | None = None, diff=None):
-        self.f = f
-        self.build = build
-        self.on_tape = on_tape
-        self.cache: dict = {}
-        self.fast_cache: dict = {}  # fast_key -> entry, for plain NumPy arguments
-        self.uncompiled: set = set()  # signatures that run without compiling (see _fallback)
-        self.fallback_for = fallback_for
-        self.warned = False
-        self.statics = statics if statics is not None else StaticArgs(f, None, None, name)
-        self.diff = diff
-        functools.update_wrapper(self, f, updated=())
-        self.__name__ = f"{name}({getattr(f, '__name__', 'f')})"
-        self.kind = name
-        self.poly = None  # polymorphic_shapes specifications (frontend.polymorphic)
-
-    def leaf_types(self, call: BoundCall):
-        """The symbolic types of the leaves of ``call`` (None without polymorphic_shapes)."""
-        if self.poly is None:
-            return None
-        from ..frontend.polymorphic import leaf_types
-
-        return leaf_types(self.poly, call.args[:call.n_pos])
-
-    def bind(self, args, kwargs) -> BoundCall:
-        diff = () if self.diff is None else check_argnums(self.diff, len(args), self.kind)
-        return self.statics.bind(args, kwargs, diff)
-
-    def specialize(self, call: BoundCall):
-        if not isinstance(call, BoundCall):  # a tuple of arguments (jit(f).module(x) etc.)
-            call = self.bind(tuple(call), {})
-        leaves, in_tree = call.flat()
-        types = self.leaf_types(call)
-        if types is None:
-            sig = (in_tree, tuple(leaf_signature(x) for x in leaves))
-        else:  # a symbolic leaf is keyed by its type: one program for every size
-            types = types + [None] * (len(leaves) - len(types))
-            sig = (in_tree, tuple(leaf_signature(x) if t is None or isinstance(x, Traced)
-                                  else t for x, t in zip(leaves, types)))
-        key = (call.key, sig)
-        entry = self.cache.get(key)
-        traced = any(isinstance(x, Traced) for x in leaves)
-        if entry is None and not traced and self.on_tape and self.statics.too_many(call, sig):
-            raise ManyStaticValues(self.__name__)
-        if entry is None or traced or entry.traced.lifted_values:
-            with paused():  # tracing and the passes make many objects, few cycles
-                entry = self.build(call, leaves)
-            if not entry.traced.lifted_values and not any(isinstance(x, Traced) for x in leaves):
-                if len(self.cache) >= self.MAX_SPECIALIZATIONS:
-                    self.forget(self.cache[next(iter(self.cache))])
-                self.cache[key] = entry
-                self.statics.compiled(call, sig, self.__name__)
-        return entry, leaves
-
-    @staticmethod
-    def _signature(call: BoundCall):
-        leaves, in_tree = call.flat()
-        return (call.key, in_tree, tuple(leaf_signature(x) for x in leaves))
-
-    def _fallback(self, call: BoundCall, exc):
-        """Run on the tape (or, for jit, uncompiled) from now on for these argument
-        types; say once why, when the reason is not Python control flow on values
-        (the tape's ordinary use)."""
-        if not isinstance(exc, RecordedValueError):  # that one lasts only while the tape
-            self.uncompiled.add(self._signature(call))  # tensor is read: not remembered
-        if isinstance(exc, Unrepeatable) and not self.warned:
-            self.warned = True
-            warnings.warn(f"{self.__name__}: not compiled, runs uncompiled at every call "
-                          f"instead: {exc}", ChainruleWarning, stacklevel=3)
-        return self.on_tape(call)
-
-    def forget(self, entry) -> None:
-        """Drop a specialization whose guards failed."""
-        for cache in (self.cache, self.fast_cache):
-            for key in [k for k, e in cache.items() if e is entry]:
-                del cache[key]
-
-    def __call__(self, *args, **kwargs):
-        fast = None if kwargs else fast_key(args)
-        if fast is not None:
-            entry = self.fast_cache.get(fast[0])
-            if entry is not None:
-                try:
-                    result = entry.run_fast(fast[1])  # the guards of captured values run
-                except Stale:
-                    self.forget(entry)
-                else:
-                    tiers = getattr(entry, "tiers", None)
-                    if type(result) is tuple and tiers is not None and tiers.allocates_results:
-                        result = Allocated(result)  # fresh arrays: own() copies none
-                    return entry.finish(result, args)
-        call = self.bind(args, kwargs)
-        if self.on_tape is not None and any(
-                getattr(x, "requires_grad", False) for x in call.flat()[0]):
-            return self.on_tape(call)  # called on tape tensors: record on that tape
-        if self.uncompiled and self._signature(call) in self.uncompiled:
-            return self.on_tape(call)
-        try:
-            try:
-                entry, leaves = self.specialize(call)
-                result = entry.run(leaves)
-            except Stale:
-                # what the function reads from outside its arguments changed: trace again
-                self.forget(entry)
-                entry, leaves = self.specialize(call)
-                result = entry.run(leaves)
-        except ManyStaticValues:  # a Python int changing at every call: no compiling each
-            return self.on_tape(call)
-        except (ConcretizationError, CompiledHigherOrderError) as exc:
-            # Python control flow on values, random draws compiled code cannot repeat, a
-            # tape tensor it closes over, or a derivative of compiled control flow
-            # differentiated again: run it uncompiled
-            if (self.on_tape is None or not isinstance(exc, self.fallback_for)
-                    or any(isinstance(x, Traced) for x in call.flat()[0])):
-                raise
-            return self._fallback(call, exc)
-        if fast is not None and len(self.fast_cache) < 64 and entry.exact_for(fast[1]):
-            self.fast_cache[fast[0]] = entry
-        return entry.finish(result, call.args)
-
+from .transformed import Transformed
 
 # -- grad / value_and_grad -----------------------------------------------------------
 
@@ -258,7 +107,7 @@ def value_and_grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = Fals
         g = gtrees[0] if isinstance(argnums, (int, np.integer)) else tuple(gtrees)
         return ((value, aux) if has_aux else value), g
 
-    transform = _Transform(f, build, "value_and_grad", on_tape, statics=statics, diff=argnums)
+    transform = Transformed(f, build, "value_and_grad", on_tape, statics=statics, diff=argnums)
     transform.poly = _polymorphic(f, polymorphic_shapes, "value_and_grad")
     return transform
 
@@ -283,76 +132,6 @@ def grad(f, argnums=0, has_aux: bool = False, holomorphic: bool = False,
     functools.update_wrapper(g, f, updated=())
     g.__name__ = f"grad({getattr(f, '__name__', 'f')})"
     return g
-
-
-# -- jit --------------------------------------------------------------------------------
-
-
-def jit(f, backend: str = "codegen", static_argnums=None, static_argnames=None,
-        polymorphic_shapes=None, eager_compile: bool | None = None):
-    """Trace ``f`` once per input signature, optimize, and run the generated code
-    (``backend="interpret"`` runs the reference interpreter instead). Python ints,
-    bools and strings, and the arguments ``static_argnums`` / ``static_argnames``
-    name, are static: baked into the program, which is traced again for a new value.
-
-    ``polymorphic_shapes`` (JAX's: one specification per positional argument, e.g.
-    ``("(b, 3)", None)``) makes the named dimensions symbols: one program serves
-    every size of them (see ``docs/symbolic_shapes.md``).
-
-    A new signature's first calls run the traced program in the interpreter; it is
-    optimized and compiled when called often enough to pay that back
-    (``chainrule.backend.tiered``); ``eager_compile=True`` compiles before the first
-    call (for benchmarks; ``CHAINRULE_EAGER_COMPILE=1`` sets the default).
-
-    >>> import numpy as np, chainrule.numpy as cnp
-    >>> f = jit(lambda x: cnp.mean(x, axis=0), polymorphic_shapes=["(b, 3)"])
-    >>> f(np.ones((2, 3))), f(np.ones((7, 3)))[0]
-    (array([1., 1., 1.]), np.float64(1.0))
-    >>> print(f.module(np.ones((5, 3))))
-    def main(x: f64[b, 3]) -> f64[3]:
-        lv0 = mean(x, axis=(0,))
-        return lv0
-    <BLANKLINE>
-    """
-    check_callable(f, "jit")
-    if backend in ("numpy", "torch", "cupy", "dask"):  # arrays moved to that library
-        return OnBackend(jit(f, "codegen", static_argnums, static_argnames),
-                         get_namespace(backend))
-    if backend not in ("codegen", "interpret"):
-        raise ArgumentError(f"jit: unknown backend {backend!r}; use 'codegen', 'interpret', "
-                            f"'numpy', 'torch', 'cupy' or 'dask'")
-    statics = StaticArgs(f, static_argnums, static_argnames, "jit")
-
-    def build(call, leaves):
-        tf = trace_function(call.fn, call.args, capture=True, leaf_types=t.leaf_types(call))
-        entry = _Compiled(tf.module, "main", tf, None, prepare=optimize, eager=eager_compile)
-        if backend == "interpret":
-            module = entry.module
-            interp = Interpreter(module)
-            entry._callable = lambda *a: interp.call_function(module["main"], list(a), {})
-
-        def finish(result, args):
-            result = own(result, args)
-            if tf.out_tree.kind is None:
-                return result
-            return unflatten(tf.out_tree, list(result))
-
-        entry.finish = finish
-        return entry
-
-    def uncompiled(call):  # random draws compiled code cannot repeat: run f itself
-        return call.fn(*call.args)
-
-    t = _Transform(f, build, "jit", uncompiled, fallback_for=(Unrepeatable, RecordedValueError),
-                   statics=statics)
-    t.poly = _polymorphic(f, polymorphic_shapes, "jit")
-    t.module = lambda *args, **kwargs: t.specialize(t.bind(args, kwargs))[0].module
-    t.source = lambda *args, **kwargs: _source_of(t.specialize(t.bind(args, kwargs))[0])
-    return t
-
-
-def _source_of(entry) -> str:
-    return entry.tiers.compile().source
 
 
 # -- vjp --------------------------------------------------------------------------------
@@ -508,4 +287,4 @@ def trace_grad_module(f, *args, argnums=0) -> Module:
     return entry.module
 
 
-__all__ = ["grad", "jit", "value_and_grad", "vjp", "optimize", "ChainruleError", "current_trace"]
+__all__ = ["grad", "value_and_grad", "vjp", "trace_grad_module"]

@@ -90,7 +90,7 @@ class _Compiled:
 
     def run_fast(self, leaves):
         """``run`` for arrays known to match the compiled signature exactly (see
-        ``_Transform.__call__``): no coercion, no trace lookup. Raises ``Stale`` when
+        ``Transformed.__call__``): no coercion, no trace lookup. Raises ``Stale`` when
         the function's surroundings changed (it must be traced again)."""
         if self.guards:
             return self._fast(*leaves, *self.guards.inputs())

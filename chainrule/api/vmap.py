@@ -33,7 +33,7 @@ import functools
 
 import numpy as np
 
-from ..checks import StaticArgs, check_callable, own
+from ..checks import check_callable
 from ..emit.trace import Traced
 from ..errors import ArgumentError, InvalidValueError
 from ..frontend.polymorphic import specs_of
@@ -43,9 +43,11 @@ from ..ir.nodes import Module
 from ..ir.types import TensorType
 from ..transform.vmap.types import BatchingError
 from ..tree import TreeDef, flatten, unflatten
+from .arguments import StaticArgs
 from .grad_program import _reachable
-from .reverse import _Transform
+from .results import own
 from .specialization import _Compiled
+from .transformed import Transformed
 
 __all__ = ["vmap"]
 
@@ -230,7 +232,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size: int | None = None, polymorphic_sha
     def on_tape(call):
         return _lanes_in_python(call, in_axes, out_axes, axis_size)
 
-    t = _Transform(f, build, "vmap", on_tape, statics=statics)
+    t = Transformed(f, build, "vmap", on_tape, statics=statics)
     t.poly = specs_of(f, polymorphic_shapes, "vmap")
 
     @functools.wraps(f)

@@ -52,8 +52,8 @@ from ...api.forward import hvp as _hvp
 from ...api.forward import jvp as _jvp
 from ...api.jacobian import hessian as _hessian
 from ...api.jacobian import jacrev as _jacrev
+from ...api.jit import jit as _jit
 from ...api.reverse import grad as _grad
-from ...api.reverse import jit as _jit
 from ...api.reverse import value_and_grad as _value_and_grad
 from ...api.reverse import vjp as _vjp
 from ...backend.array_api.namespaces import foreign_namespace
