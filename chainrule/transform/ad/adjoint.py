@@ -17,7 +17,7 @@ from __future__ import annotations
 from ... import ops
 from ...emit.trace import Trace, Traced
 from ...errors import CompiledHigherOrderError, GradientError
-from ...ir.nodes import Constant, Tuple, TupleGetItem, Var
+from ...ir.nodes import Call, Constant, Tuple, TupleGetItem, Var
 from ...ir.types import FuncType, ListType, TensorType, TupleType, Type
 from ...ir.visitor import vars_used
 from ...ops.common import broadcast_shapes
@@ -83,7 +83,12 @@ class Adjoints:
                          zip(self.split(a, t), self.split(b, t), t.fields))
         if isinstance(t, ListType):  # stacks of cotangents add element by element
             return self.call(STACK_ADD, a, b)
+        if type(a) is Var and type(b) is Var and a.type == b.type:
+            return self.add_arrays(a, b)
         return self.call(ops.add, a, b)
+
+    def add_arrays(self, a: Var, b: Var) -> Var:
+        return add_vars(self.b, a, b)
 
     def zeros(self, t: Type, name: str | None = None):
         if isinstance(t, TensorType):
@@ -182,3 +187,12 @@ def prune(bindings: list, start: int, roots) -> None:
             keep.append(b)
             live.update(vars_used(b.value))
     bindings[start:] = reversed(keep)
+
+
+def add_vars(builder, a: Var, b: Var) -> Var:
+    """``a + b`` for two contributions to one array's adjoint (or cotangent): of one
+    type, which their sum has too, so no type rule runs (half the bindings a long
+    chain's reverse sweep makes are these sums)."""
+    if a.type is b.type or a.type == b.type:
+        return builder.emit_typed(Call(ops.add, (a, b)), a.type)
+    return builder.call(ops.add, [a, b])

@@ -8,28 +8,28 @@ from __future__ import annotations
 from ... import ops
 from ...emit.trace import REBOUND, Traced
 from ...errors import GradientError, NoRuleError
-from ...ir.infer import type_call
-from ...ir.nodes import Binding, Call, Tuple, Var, typed_var
+from ...ir.nodes import Tuple, Var
 from ...ir.types import TensorType, TupleType, Type
 from ...rules import VJP, NoDerivative
 from ..ad import rule_templates
-from ..ad.adjoint import prune
+from ..ad.adjoint import add_vars, prune
 from ..ad.rule_templates import Template, alias_pattern, attributes_key
 from .replay import build_handler
 
 ADD = ops.add  # accumulates two contributions to an array's adjoint
 
 
-def op_backward(sweep, binding, msg, done=None) -> bool:
+def op_backward(sweep, binding, msg) -> None:
     """Accumulate the adjoints of the operands of ``binding`` (a call of an op) given
-    ``msg``, the adjoint of its result. ``done``: the operands whose last contribution
-    this is (``Sweep._name_done`` names their adjoints next); returns True when that is
-    settled here already (a replayed template binding an adjoint under its name, or a
-    handler finding nothing to name: reverse/replay.py), False when it is not."""
+    ``msg``, the adjoint of its result. The operands whose last contribution this is
+    (``sweep.completing``) are named by the sweep next, unless a replayed template binds
+    one under its name as it makes it (or a handler finds nothing to name:
+    reverse/replay.py): then ``sweep.completing`` is cleared here."""
     call = binding.value
     op = call.callee
     if not op.differentiable:
-        return False
+        return
+    done = sweep.completing
     olds = call.args
     if sweep.shared:  # the forward block is the original one: every atom is itself
         out, args = binding.var, olds
@@ -52,7 +52,9 @@ def op_backward(sweep, binding, msg, done=None) -> bool:
     else:
         handler = sweep.ctx.handlers.get(key)
         if handler is not None:  # a compiled template: replay, accumulate, name in one
-            return handler(sweep, olds, (out, msg, *args), done)
+            if handler(sweep, olds, (out, msg, *args), done):
+                sweep.completing = None
+            return
         template = templates.entries.get(key)
         if type(template) is Template:  # RuleTemplates.expand's common case, inlined
             if done is not None and len(done) == 1 and template.last_out is not None:
@@ -82,36 +84,11 @@ def op_backward(sweep, binding, msg, done=None) -> bool:
         else:
             adj.accumulate(old, atom, wants)
     if name is None:
-        return False
+        return
     named = fitted[template.last_out]
     sweep.named_early[done[0]] = named
     sweep.ctx.named.add(named)
-    return True
-
-
-_last_add = (None, None, None, None)  # (operand types, attributes, type) of the last sum
-
-
-def _remember_add(ta, tb, attrs, t) -> None:
-    global _last_add
-    _last_add = (ta, tb, attrs, t)  # one tuple, replaced whole: read whole or not at all
-
-
-def add_vars(builder, a: Var, b: Var) -> Var:
-    """``builder.call(ADD, [a, b])`` for two variables, without its general steps (half
-    the bindings a long chain's reverse sweep makes add two contributions)."""
-    ta, tb = a.type, b.type
-    last = _last_add  # the previous call's types and type: a sweep adds the same few
-    if last[0] is ta and last[1] is tb:
-        attrs, t = last[2], last[3]
-    else:
-        attrs, t = type_call(ADD, (ta, tb), {})
-        _remember_add(ta, tb, attrs, t)
-    var = typed_var(f"lv{builder.reserve_temps(1)}", t)  # the type rule's own type
-    call = Call.__new__(Call)  # as Call.with_args makes one: the (memo's) attrs shared
-    call.callee, call.args, call.attrs = ADD, (a, b), attrs
-    builder.bindings.append(Binding(var, call))
-    return var
+    sweep.completing = None
 
 
 def _final_name(sweep, u, olds, template) -> str | None:

@@ -223,6 +223,7 @@ class Sweep:
         # are named when the sweep reaches them), and adjoints named as they were made
         self.expected = uses
         self.named_early: dict[Var, Var] = {}
+        self.completing: list | None = None  # see backward
 
     def adjoint_type(self, v: Var) -> Type:
         """The type of ``v``'s adjoint (a function value's is its env's)."""
@@ -275,66 +276,47 @@ class Sweep:
     def backward(self, keep: set[Var] = frozenset()) -> dict[Var, object]:
         """Sweep the bindings in reverse; returns the adjoint messages of ``keep``
         (required intermediate variables) and of the inputs."""
-        adj = self.adj
-        found = {}
+        msgs, found = self.adj.msgs, {}
         frame = self.b.bindings  # handlers open nested blocks but return to this one
-        backward = self.ctx.backward
-        # calls of ops skip the dispatch (and _call_backward's tests of the callee)
-        ops_direct = backward.get(Call) is _call_backward
-        msgs, relevant, named_early = adj.msgs, self.relevant, self.named_early
-        expected = self.expected
         for binding in reversed(self.bindings):
             v = binding.var
             msg = msgs.pop(v, None)
-            if msg is None or v not in relevant:
-                continue
-            if type(v.type) is TensorType and named_early.get(v) is not msg:
-                msg = self.name_adjoint(v, msg)
+            if msg is None or v not in self.relevant:
+                continue  # nothing flows back through v, or v needs no adjoint
+            msg = self.named(v, msg)
             if v in keep:
                 found[v] = msg
+            # the operands whose adjoints this binding completes: named as they are made
+            self.completing = self.completed(binding.value)
             start = len(frame)
-            value = binding.value
-            if ops_direct and type(value) is Call and type(value.callee) is Op:
-                # the operands whose last expected contribution this is (_name_final's
-                # count, inlined: every op call of the sweep comes here)
-                done = None
-                if expected:
-                    for u in value.args:
-                        n = expected.get(u)
-                        if n is None:
-                            continue
-                        if n > 1:
-                            expected[u] = n - 1
-                        else:
-                            del expected[u]
-                            if done is None:
-                                done = [u]
-                            else:
-                                done.append(u)
-                if not op_backward(self, binding, msg, done) and done is not None:
-                    self._name_done(done, frame, start)
-                continue
-            handler = backward.get(type(value))
-            if handler is None:
-                raise GradientError(f"{v.name}: reverse mode through "
-                                    f"{type(value).__name__} is not supported")
-            handler(self, binding, msg)
-            if expected:
-                self._name_final(binding, frame, start)
+            self.backward_of(binding)(self, binding, msg)
+            if self.completing:
+                self._name_done(self.completing, frame, start)
         for p in self.inputs:
-            msg = adj.msgs.pop(p, None)
-            if (msg is not None and isinstance(p.type, TensorType)
-                    and self.named_early.get(p) is not msg):
-                msg = self.name_adjoint(p, msg)
-            found[p] = msg
+            found[p] = self.named(p, msgs.pop(p, None))
         return found
 
-    def _name_final(self, binding: Binding, frame: list, start: int) -> None:
-        """Name the adjoints that ``binding``'s rule has just completed: an operand's
-        last expected contribution arrived, and its message is a variable this rule
-        emitted that nothing read yet, so it is bound under ``<v>_adjoint`` at once."""
+    def backward_of(self, binding: Binding):
+        """The backward handler of ``binding``'s value: ``handler(sweep, binding, msg)``."""
+        handler = self.ctx.backward.get(type(binding.value))
+        if handler is None:
+            raise GradientError(f"{binding.var.name}: reverse mode through "
+                                f"{type(binding.value).__name__} is not supported")
+        return handler
+
+    def named(self, v: Var, msg):
+        """``v``'s adjoint under its name ``<v>_adjoint`` (``name_adjoint``), unless it
+        got that name already, as it was made."""
+        if msg is None or type(v.type) is not TensorType or self.named_early.get(v) is msg:
+            return msg
+        return self.name_adjoint(v, msg)
+
+    def completed(self, value) -> list | None:
+        """The operands of ``value`` whose last expected contribution it makes (counted
+        down in ``expected``: straight-line uses only), or None."""
         expected = self.expected
-        value = binding.value
+        if not expected:
+            return None
         done = None
         for u in value.args if type(value) is Call else atoms_of(value):
             n = expected.get(u)
@@ -342,14 +324,10 @@ class Sweep:
                 continue
             if n > 1:
                 expected[u] = n - 1
-                continue
-            del expected[u]
-            if done is None:
-                done = [u]
             else:
-                done.append(u)
-        if done is not None:
-            self._name_done(done, frame, start)
+                del expected[u]
+                done = [u] if done is None else done + [u]
+        return done
 
     def _name_done(self, done: list, frame: list, start: int) -> None:
         """Name the adjoints of ``done`` (operands whose last contribution arrived) that

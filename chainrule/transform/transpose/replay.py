@@ -45,6 +45,7 @@ from ... import ops
 from ...emit.trace import REBOUND
 from ...ir.nodes import Binding, Var
 from ...ir.op import attrs_key
+from ..ad import rule_templates
 from ..ad.rule_templates import Template, step_globals, step_lines
 
 ADD = ops.add
@@ -55,6 +56,14 @@ MAX_PER_OP = 8  # handlers tried per op before the sweep keys a call itself
 # ``hits * k >= PAYBACK * (n - k)`` (the sweep asks at every replay from then on)
 HANDLE_AFTER = 128
 PAYBACK = 256  # the replays (through the sweep's keys) a handler's making costs about
+
+
+def pays(template: Template, left: int, total: int) -> bool:
+    """Whether ``template`` should get a handler now (see the thresholds above), with
+    ``left`` of ``total`` bindings left to sweep."""
+    hits = template.hits
+    return hits >= min(HANDLE_AFTER, rule_templates.COMPILE_AFTER) and (
+        hits >= rule_templates.COMPILE_AFTER or hits * left >= PAYBACK * (total - left))
 
 
 class Handlers(dict):

@@ -38,11 +38,10 @@ from ...ir.visitor import Mutator, block_free_vars, substitute_vars, vars_used
 from ...ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_PUSH
 from ...rules import VJP, NoDerivative
 from ..ad import rule_templates
-from ..ad.adjoint import Adjoints, prune
+from ..ad.adjoint import Adjoints, add_vars, prune
 from ..ad.rule_templates import Template
 from ..base import OptionsPass, register_pass
 from ..cleanup.partial_eval import holds_closures, partial_eval
-from ..reverse.ops import add_vars  # the same sum; the last sum's attrs and type reused
 from . import replay as transpose_replay
 from .keys import template_key
 from .linear import _fields, _linear_vars, _mentions
@@ -165,82 +164,41 @@ class _Transposer:
         return adj.wrap(self.copy.atom(atom))
 
     def sweep(self, bindings, result, ct, inputs) -> list:
-        """Cotangents (messages) of ``inputs`` given ``ct``, the result's cotangent."""
+        """Cotangents (messages) of ``inputs`` given ``ct``, the result's cotangent: the
+        linear bindings in reverse, each transposed into its operands' cotangents."""
         adj = Adjoints(self.trace)
         adj.accumulate(result, ct, self.wants)
-        msgs, lin, fixed = adj.msgs, self.lin, self.fixed
-        builder = self.b
-        entries = self.templates.entries if self.templates is not None else None
-        handlers = self.handlers
-        compile_after, payback = rule_templates.COMPILE_AFTER, transpose_replay.PAYBACK
-        build_after = min(transpose_replay.HANDLE_AFTER, compile_after)
+        msgs = adj.msgs
+        self.total = len(bindings)
         for k in range(len(bindings) - 1, -1, -1):
             binding = bindings[k]
             v = binding.var
             msg = msgs.pop(v, None)
-            if msg is None or v not in lin:
-                continue
-            if type(msg) is Var and msg not in fixed:
-                frame = builder.bindings
-                if frame and frame[-1].var is msg and _held_by_none(msg, msgs.values()):
-                    # name_cotangent's common case, inlined: the message was just
-                    # emitted (nothing reads it yet) and no other message holds it
-                    old = frame[-1]
-                    msg = typed_var(f"{v.name}_ct", msg.type)
-                    frame[-1] = Binding(msg, old.value)  # Builder.rebind, inlined
-                    fixed.add(msg)
-                else:
-                    msg = self.name_cotangent(v, msg, msgs.values())
+            if msg is None or v not in self.lin:
+                continue  # a coefficient, or nothing flows back through v
+            msg = self.name_cotangent(v, msg, msgs.values())
             value = binding.value
-            if type(value) is Call:  # the common case first
-                handler = handlers.get(value.callee)  # an op, function or closure variable
+            if type(value) is Call:  # a compiled template of its callee does it all
+                handler = self.handlers.get(value.callee)
                 if handler is not None and handler(self, v, msg, value, msgs, bindings, k):
                     continue
-                keyed = (template_key(self, binding, msg)
-                         if entries is not None and type(value.callee) is Op else None)
-                if keyed is not None:
-                    template = entries.get(keyed[0])
-                    if type(template) is Template:  # RuleTemplates.expand's common case
-                        partials = template.replay(keyed[1], builder)
-                        hits = template.hits
-                        if hits >= build_after and (hits >= compile_after or hits * k >= payback
-                                                    * (len(bindings) - k)):  # see PAYBACK
-                            add_handler(handlers, template, binding, msg, *keyed[1:], add_vars)
-                        args = value.args
-                        for i, atom in zip(keyed[2], partials):  # _accumulate, inlined
-                            if atom is None:
-                                continue
-                            arg = args[i]
-                            if type(arg) is Var and arg in lin:
-                                old = msgs.get(arg)
-                                if old is None:
-                                    msgs[arg] = atom
-                                    continue
-                                if (type(arg.type) is TensorType and type(old) is Var
-                                        and type(atom) is Var):
-                                    msgs[arg] = add_vars(builder, old, atom)
-                                    continue
-                            _accumulate(self, adj, args, (i,), (atom,))
-                        continue
-                _transpose_call(self, adj, binding, msg, keyed)
-                continue
-            handler = _HANDLERS.get(type(binding.value))
-            if handler is None:
-                raise TransposeError(f"transpose: cannot transpose {type(binding.value).__name__}")
-            handler(self, adj, binding, msg)
+            self.left = k  # how far the sweep has to go (when to compile: replay.PAYBACK)
+            backward = _HANDLERS.get(type(value))
+            if backward is None:
+                raise TransposeError(f"transpose: cannot transpose {type(value).__name__}")
+            backward(self, adj, binding, msg)
         return [msgs.pop(u, None) for u in inputs]
 
 
-def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg,
-                    keyed=None) -> None:
-    """Transpose a call of an op (``keyed``: its ``template_key``, when the sweep made
-    it already)."""
+def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg) -> None:
+    """Transpose a call of an op: its VJP rule with the linear operands undefined, or
+    what it emitted for a call alike before, replayed (``ad/rule_templates.py``; a
+    template replayed often enough gets a compiled handler: ``replay.py``)."""
     v, value = binding.var, binding.value
-    if type(value.callee) is not Op and not isinstance(value.callee, Op):
+    if not isinstance(value.callee, Op):
         raise TransposeError(f"transpose: {v.name} calls a function; inline it first")
     args = value.args
-    if keyed is None and tr.templates is not None:
-        keyed = template_key(tr, binding, msg)
+    keyed = template_key(tr, binding, msg) if tr.templates is not None else None
     if keyed is None:
         lin = tr.lin
         positions = [i for i, a in enumerate(args)
@@ -249,8 +207,10 @@ def _transpose_call(tr: _Transposer, adj: Adjoints, binding: Binding, msg,
     else:
         key, inputs, positions = keyed
         template = tr.templates.entries.get(key)
-        if type(template) is rule_templates.Template:  # RuleTemplates.expand's common case
+        if type(template) is Template:
             partials = template.replay(inputs, tr.b)
+            if transpose_replay.pays(template, tr.left, tr.total):
+                add_handler(tr.handlers, template, binding, msg, inputs, positions, add_vars)
         else:
             partials = tr.templates.expand(key, inputs, tr.trace, _run_rule,
                                            tr, adj, binding, msg, positions)
