@@ -38,6 +38,7 @@ PEER_PACKAGES = {"jax": "jax", "torch": "torch", "autograd": "autograd"}
 EVALS = ("gmm", "lstm", "ba", "ht", "kmeans", "llsq", "lse", "ode", "det", "particle",
          "saddle")
 AGREE_RTOL = 1e-8
+EAGER = ("torch", "autograd")  # tools whose first call compiles nothing
 
 
 def load(name: str):
@@ -266,11 +267,7 @@ def check_size(module, size: str, tools: Sequence[str], *, full: bool | None = N
     results: list[Result] = []
     agree_tol = getattr(module, "AGREE_RTOL", AGREE_RTOL)
     for function in functions or module.FUNCTIONS:
-        try:
-            checks = module.reference(function, inp, full)
-        except Exception as exc:  # no reference: nothing can be called correct
-            checks = [Check(f"reference failed: {short_error(exc)}",
-                            lambda out: float("inf"), 0.0)]
+        checks = references(module, size, function, inp, full)
         row: list[Result] = []
         for tool in tools:
             r = Result(module.NAME, size, function, tool)
@@ -311,6 +308,21 @@ def check_size(module, size: str, tools: Sequence[str], *, full: bool | None = N
     return results, prepared
 
 
+_REFERENCES: dict = {}
+
+
+def references(module, size: str, function: str, inp: dict, full: bool) -> list[Check]:
+    """``module.reference(...)``, computed once per process (inputs are deterministic)."""
+    key = (module.NAME, size, function, full)
+    if key not in _REFERENCES:
+        try:
+            _REFERENCES[key] = module.reference(function, inp, full)
+        except Exception as exc:  # no reference: nothing can be called correct
+            _REFERENCES[key] = [Check(f"reference failed: {short_error(exc)}",
+                                      lambda out: float("inf"), 0.0)]
+    return _REFERENCES[key]
+
+
 def _cross_check(ok: list[Result], tol: float) -> None:
     """Tools that passed the reference checks must agree with each other: one that
     agrees with none of the others (when there are any) is marked wrong."""
@@ -324,10 +336,12 @@ def _cross_check(ok: list[Result], tol: float) -> None:
             r.status, r.detail = "wrong", f"agrees with no other tool (rel. diff {worst})"
 
 
-def time_size(results: list[Result], prepared: dict, repeats: int,
+def time_size(results: list[Result], prepared: dict, repeats: int, max_call: float = 10.0,
               log: Callable[[str], None] | None = None) -> None:
     """Time the tools whose output was correct, function by function, interleaved
-    (``_common.compare``), filling ``min_s``/``median_s``."""
+    (``_common.compare``), filling ``min_s``/``median_s``. A tool whose second call (the
+    first after compilation) takes more than ``max_call`` seconds is not repeated: that
+    call's time is its min and median (``detail`` says so)."""
     import _common as C
 
     by_function: dict = {}
@@ -335,22 +349,39 @@ def time_size(results: list[Result], prepared: dict, repeats: int,
         if r.status == "ok":
             by_function.setdefault(r.function, []).append(r)
     for function, rows in by_function.items():
-        fns = {r.tool: prepared[r.tool][function] for r in rows}
-        try:
-            # a second call (compiled by now) says whether the repeats would take minutes
-            slow = 0.0
-            for fn in fns.values():
+        fns = {}
+        for r in rows:
+            fn = prepared[r.tool][function]
+            if r.tool in EAGER and r.first_s is not None and r.first_s > max_call:
+                # an eager tool's first call is a call like any other
+                r.min_s = r.median_s = r.first_s
+                r.detail = f"timed once ({r.first_s:.1f} s per call)"
+                continue
+            try:
                 t0 = time.perf_counter()
                 fn()
-                slow = max(slow, time.perf_counter() - t0)
-            reps = max(1, min(repeats, 3)) if slow > 1.0 else repeats
-            times = C.compare(fns, reps)
-        except Exception as exc:  # a call that worked once and then failed
+                seconds = time.perf_counter() - t0
+            except Exception as exc:  # a call that worked once and then failed
+                r.status, r.detail = "error", f"second call: {short_error(exc)}"
+                continue
+            if seconds > max_call:
+                r.min_s = r.median_s = seconds
+                r.detail = f"timed once ({seconds:.1f} s per call)"
+            else:
+                fns[r.tool] = fn
+        # few repeats when one call takes a while: the repeats of all take minutes
+        slow = any(r.min_s is not None for r in rows)
+        try:
+            times = C.compare(fns, max(1, min(repeats, 3)) if slow else repeats) if fns else {}
+        except Exception as exc:
             for r in rows:
-                r.status, r.detail = "error", f"while timing: {short_error(exc)}"
+                if r.tool in fns:
+                    r.status, r.detail = "error", f"while timing: {short_error(exc)}"
             continue
-        for r in rows:
-            r.min_s, r.median_s = times[r.tool]
+        for tool, (lo, med) in times.items():
+            r = next(r for r in rows if r.tool == tool)
+            r.min_s, r.median_s = lo, med
         if log:
             log(f"  timed {rows[0].eval} {rows[0].size} {function}: "
-                + ", ".join(f"{r.tool} {r.min_s * 1e3:.3g} ms" for r in rows))
+                + ", ".join(f"{r.tool} {r.min_s * 1e3:.3g} ms" for r in rows
+                            if r.min_s is not None))

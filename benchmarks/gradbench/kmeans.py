@@ -52,12 +52,18 @@ def prepare_chainrule(inp: dict) -> dict:
 # -- the NumPy reference ------------------------------------------------------------------
 
 
+def distances_numpy(P: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """|P_i - C_j|^2, (n, k), from the differences (a block of points at a time)."""
+    return np.concatenate([np.sum((block[:, None, :] - C[None]) ** 2, axis=2)
+                           for block in np.array_split(P, max(1, P.shape[0] // 1000))])
+
+
 def cost_numpy(P: np.ndarray, C: np.ndarray) -> float:
-    return float(sum(np.min(np.sum((C - p) ** 2, axis=1)) for p in P))
+    return float(np.sum(np.min(distances_numpy(P, C), axis=1)))
 
 
 def nearest_numpy(P: np.ndarray, C: np.ndarray) -> np.ndarray:
-    return np.array([np.argmin(np.sum((C - p) ** 2, axis=1)) for p in P])
+    return np.argmin(distances_numpy(P, C), axis=1)
 
 
 def gradient_numpy(P: np.ndarray, C: np.ndarray) -> np.ndarray:

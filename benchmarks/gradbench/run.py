@@ -52,6 +52,9 @@ def parse_args(argv=None):
     p.add_argument("--json", metavar="FILE", help="save every result to FILE")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds allowed for one first call (default 300)")
+    p.add_argument("--max-call", type=float, default=None,
+                   help="calls slower than this many seconds are timed once, not repeated "
+                        "(default 10; 2 with --quick)")
     ns = p.parse_args(argv)
     ns.evals = [e for e in ns.evals.split(",") if e]
     unknown = set(ns.evals) - set(H.EVALS)
@@ -120,12 +123,21 @@ def report(results: list[H.Result], tools: list[str], check_only: bool) -> None:
                   f"{statistics.median(jax_ratios):.3g}")
         else:
             print("\nmedian chainrule/JAX: no row with both timed")
+    notes = [r for r in results if r.status == "ok" and r.detail]
+    if notes:
+        print("\nnotes:")
+        for r in notes:
+            print(f"  {r.eval} {r.function} {r.size} {r.tool}: {r.detail}")
     bad = [r for r in results if r.status in ("error", "wrong")]
     if bad:
         print("\nfailures:")
         for r in bad:
             print(f"  {r.eval} {r.function} {r.size} {r.tool}: {r.status}: {r.detail}")
     sys.stdout.flush()
+
+
+def log(line: str) -> None:
+    print(line, flush=True)
 
 
 def main(argv=None) -> int:
@@ -143,9 +155,10 @@ def main(argv=None) -> int:
         module = H.load(name)
         for size in H.sizes_of(module, ns.sizes):
             t0 = time.perf_counter()
-            rs, prepared = H.check_size(module, size, tools, timeout=ns.timeout, log=print)
+            rs, prepared = H.check_size(module, size, tools, timeout=ns.timeout, log=log)
             if not ns.check_only:
-                H.time_size(rs, prepared, repeats, log=print)
+                max_call = ns.max_call or (2.0 if ns.quick else 10.0)
+                H.time_size(rs, prepared, repeats, max_call=max_call, log=log)
             results.extend(rs)
             print(f"  ({name} {size}: {time.perf_counter() - t0:.1f} s)", flush=True)
     report(results, tools, ns.check_only)
