@@ -11,7 +11,7 @@ unseeded). GradBench sizes: k = 10 to 1,000, n = 1,000 to 100,000, d = 8 and 16.
 from __future__ import annotations
 
 import numpy as np
-from _harness import Check, close_to, gradient_checks, rel_error
+from _harness import Check, central, close_to, gradient_checks, rel_error
 
 import chainrule as cr
 import chainrule.numpy as cnp
@@ -88,6 +88,11 @@ def reference(function: str, inp: dict, full: bool) -> list[Check]:
                              what="NumPy J", h=1e-6)
     # those judge the NumPy gradient: the output must equal J / H
     checks = [Check(c.name, lambda out, c=c: c.error(J.ravel()), c.tol) for c in checks]
+    if full:  # H, checked by central differences of J along ones (a short step: kinks)
+        H_fd = central(lambda c: gradient_numpy(P, c.reshape(C.shape)).ravel(), C.ravel(),
+                       np.ones(C.size), h=1e-6)
+        if rel_error(H.ravel(), H_fd) > 1e-6:
+            raise ValueError("the diagonal Hessian disagrees with central differences of J")
     return [*checks, Check("dir = J / H", lambda out: rel_error(out, (J / H).ravel()), 1e-10)]
 
 

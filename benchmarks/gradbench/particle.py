@@ -24,7 +24,7 @@ from _descent import (
     argmin_python,
     numpy_norm,
 )
-from _harness import Check, close_to
+from _harness import Check, central, close_to, rel_error
 
 import chainrule as cr
 import chainrule.numpy as cnp
@@ -115,7 +115,15 @@ def particle_numpy(w0: np.ndarray) -> np.ndarray:
 
 
 def reference(function: str, inp: dict, full: bool) -> list[Check]:
-    checks = [close_to("NumPy descent, derivatives by hand", particle_numpy(inp["w0"]), 1e-6)]
+    # the derivative by hand, itself checked by central differences of the objective
+    w0 = inp["w0"]
+    by_hand = miss_distance_and_derivative(float(w0[0]))[1]
+    by_differences = central(lambda w: miss_distance_and_derivative(float(w[0]))[0], w0,
+                             np.ones(1), h=1e-4)
+    if rel_error(by_hand, by_differences) > 1e-6:
+        raise ValueError(f"derivative by hand {by_hand} != central differences "
+                         f"{by_differences}")
+    checks = [close_to("NumPy descent, derivatives by hand", particle_numpy(w0), 1e-6)]
     expected = GRADBENCH_EXPECTS.get(float(inp["w0"][0]))
     if expected is not None:
         checks.append(close_to("GradBench's expected w", expected, 1e-6))

@@ -24,7 +24,7 @@ from _descent import (
     argmin_python,
     numpy_norm,
 )
-from _harness import Check
+from _harness import Check, central
 
 import chainrule as cr
 import chainrule.numpy as cnp
@@ -93,6 +93,14 @@ def absolute(name: str, want, tol: float) -> Check:
 
 def reference(function: str, inp: dict, full: bool) -> list[Check]:
     start = inp["start"]
+    # the outer gradient 2x the reference assumes, checked by central differences of
+    # max_y f(x, y) computed by the descent (the inner argmax does not depend on x)
+    x = start + 0.25
+    worst_case = lambda x: f(x, argmax_python(lambda y: f(x, y), lambda g: lambda y: 2 * y,
+                                               start, numpy_norm))
+    by_differences = [float(central(worst_case, x, e)) for e in np.eye(2)]
+    if not np.allclose(by_differences, 2 * x, rtol=1e-6):
+        raise ValueError(f"central differences {by_differences} != 2x = {2 * x}")
     checks = [absolute("NumPy descent, gradients by hand (absolute)", saddle_numpy(start),
                        ABS_TOL)]
     expected = GRADBENCH_EXPECTS.get(tuple(start))
