@@ -39,6 +39,7 @@ import time
 import _harness as H
 
 NAMES = {"chainrule": "cr", "jax": "JAX", "torch": "torch", "autograd": "autograd"}
+SLOW = 1.0  # seconds per call: a chainrule row this slow is listed as a slow path
 
 
 def parse_args(argv=None):
@@ -123,6 +124,11 @@ def report(results: list[H.Result], tools: list[str], check_only: bool) -> None:
                   f"{statistics.median(jax_ratios):.3g}")
         else:
             print("\nmedian chainrule/JAX: no row with both timed")
+    slow = [r for r in results if r.tool == "chainrule" and r.min_s and r.min_s > SLOW]
+    if slow:
+        print(f"\nchainrule slow paths (over {SLOW:g} s per call; FINDINGS.md):")
+        for r in slow:
+            print(f"  {r.eval} {r.function} {r.size}: {r.min_s:.2f} s")
     notes = [r for r in results if r.status == "ok" and r.detail]
     if notes:
         print("\nnotes:")
@@ -153,7 +159,10 @@ def main(argv=None) -> int:
     results: list[H.Result] = []
     for name in ns.evals:
         module = H.load(name)
-        for size in H.sizes_of(module, ns.sizes):
+        chosen = H.sizes_of(module, ns.sizes)
+        if not chosen:
+            log(f"  {name}: no size among {', '.join(ns.sizes)} (it has {', '.join(module.SIZES)})")
+        for size in chosen:
             t0 = time.perf_counter()
             rs, prepared = H.check_size(module, size, tools, timeout=ns.timeout, log=log)
             if not ns.check_only:
