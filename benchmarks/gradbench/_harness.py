@@ -252,7 +252,14 @@ def check_size(module, size: str, tools: Sequence[str], *, full: bool | None = N
     the tools against each other. Returns the results and the prepared callables of the
     tools (``{tool: {function: callable}}``) for timing."""
     full = size.startswith("small") if full is None else full
-    inp = module.inputs(size)
+    try:
+        inp = module.inputs(size)
+    except Exception as exc:  # e.g. a data file missing: every tool fails this size
+        results = [Result(module.NAME, size, f, t, "error", f"inputs: {short_error(exc)}")
+                   for f in functions or module.FUNCTIONS for t in tools]
+        if log:
+            log(f"  {module.NAME} {size}: inputs: {short_error(exc)}")
+        return results, {}
     prepared: dict = {}
     failed_prepare: dict = {}
     for tool in tools:

@@ -155,7 +155,8 @@ def main(argv=None) -> int:
           + (f" (not installed: {', '.join(absent)})" if absent else "")
           + ("; correctness only" if ns.check_only else f"; {repeats} repeats")
           + f"; {C.versions()}")
-    print(C.uptime(), flush=True)
+    load_before = C.uptime()
+    print(load_before, flush=True)
     results: list[H.Result] = []
     for name in ns.evals:
         module = H.load(name)
@@ -175,7 +176,8 @@ def main(argv=None) -> int:
     if ns.json:
         meta = {"started": started.isoformat(), "argv": sys.argv[1:], "tools": tools,
                 "not_installed": absent, "versions": C.versions(), "repeats": repeats,
-                "check_only": ns.check_only, "load_after": C.uptime()}
+                "check_only": ns.check_only, "load_before": load_before,
+                "load_after": C.uptime()}
         with open(ns.json, "w") as fh:
             json.dump({"meta": meta, "results": [r.row() for r in results]}, fh, indent=1)
         print(f"saved {ns.json}")
