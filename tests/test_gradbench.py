@@ -74,7 +74,8 @@ PEER_CASES = [(name, tool) for name in H.EVALS for tool in H.TOOLS[1:]
 def test_peer(name, tool):
     package = H.PEER_PACKAGES[tool]
     if C.peer(package) is None:
-        pytest.skip(f"{tool} is not installed (pip install {package})")
+        pytest.skip(f"{tool} is not installed (pip install {package}), or BENCH_PEERS "
+                    "leaves it out")
     if not data_present(name):
         pytest.skip(f"no {name} data (GRADBENCH_DATA)")
     for size in sizes(name):
