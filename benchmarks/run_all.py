@@ -4,7 +4,8 @@ and one core. Prints the machine, its load (before and after each script) and th
 date, so a table made from the output says where and when it was measured.
 
 Every ``*.py`` here but ``_common.py`` and this file is a benchmark: a new script is
-run without being listed. ``--quick`` passes each script its smoke-run options
+run without being listed; so is the ``run.py`` of a suite in a subdirectory
+(``gradbench/run.py``). ``--quick`` passes each script its smoke-run options
 (fewer repeats, smaller sizes: see ``QUICK``); its figures are rougher.
 
     python benchmarks/run_all.py [--quick] [--only mlp.py ...] [--list]
@@ -33,9 +34,13 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def scripts() -> list[str]:
-    """Every benchmark script of this directory, alphabetically."""
-    return sorted(name for name in os.listdir(HERE)
-                  if name.endswith(".py") and name not in NOT_BENCHMARKS)
+    """Every benchmark script of this directory, alphabetically, then the ``run.py`` of
+    each suite in a subdirectory."""
+    own = sorted(name for name in os.listdir(HERE)
+                 if name.endswith(".py") and name not in NOT_BENCHMARKS)
+    suites = sorted(f"{name}/run.py" for name in os.listdir(HERE)
+                    if os.path.isfile(os.path.join(HERE, name, "run.py")))
+    return own + suites
 
 
 def one_core() -> int | None:
