@@ -115,11 +115,10 @@ def test_saddle_outer_gradient_through_inner_descent():
             np.testing.assert_allclose(g, 2 * x, rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="FINDINGS.md 1: a transform inside a function that "
-                   "cr.grad runs on the eager tape loses its dependence on the variable")
 def test_tape_nested_transform():
     """particle's Euler loop as a Python while (what the autograd and PyTorch versions
-    are): cr.grad takes the eager tape, and must still see w through the inner grad."""
+    are): cr.grad takes the eager tape, and must still see w through the inner grad
+    (FINDINGS.md 1: it gave 0.0 before issue 28's fix)."""
     particle = H.load("particle")
 
     def miss_distance(w):
