@@ -20,8 +20,14 @@ BENCH = os.path.join(HERE, "..", "benchmarks")
 os.environ.setdefault("BENCH_NO_PIN", "1")  # _common would pin the test process to one core
 sys.path[:0] = [BENCH, os.path.join(BENCH, "gradbench")]
 
+_EAGER = os.environ.get("CHAINRULE_EAGER_COMPILE")
 import _common as C  # noqa: E402
 import _harness as H  # noqa: E402
+
+# _common makes every transform compile before its first call (for timing); the rest of
+# the test session keeps the default tiers
+if _EAGER is None:
+    os.environ.pop("CHAINRULE_EAGER_COMPILE", None)
 
 import chainrule as cr  # noqa: E402
 

@@ -110,8 +110,7 @@ def main_adjoint(x: f64[n, 3]) -> tuple[f64, tuple[f64[n, 3]]]:
     b_adjoint = negative(c_adjoint)
     lv11 = zeros_like(x, dtype=f64)
     lv12 = lv11.at[:-1].add(b_adjoint)
-    lv14 = lv11.at[1:].add(c_adjoint)
-    x_adjoint = add(lv12, lv14)
+    x_adjoint = lv12.at[1:].add(c_adjoint)
     return (s, (x_adjoint,))
 """
 

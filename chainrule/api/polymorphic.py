@@ -2,7 +2,8 @@
 ``linearize``): with ``polymorphic_shapes`` their program is traced at symbolic types
 and kept per function, so a later call at another size of the named dimensions
 only runs it (``jit``, ``grad``, ``vmap`` and the Jacobians keep theirs in their
-``Transformed``). Without ``polymorphic_shapes`` each call traces again, as before.
+``Transformed``). Without ``polymorphic_shapes`` the program is kept per signature, so
+a later call at the same shapes only runs it.
 
 >>> import numpy as np, chainrule as cr, chainrule.numpy as cnp
 >>> calls = []
@@ -43,14 +44,22 @@ def symbolic_types(f, polymorphic_shapes, name: str, args) -> list | None:
     return types + [None] * (len(leaves) - len(types))
 
 
+MAX_PROGRAMS = 64  # per function; then the oldest is dropped
+
+
 def run_cached(f, name: str, args, types, build, run):
-    """``run(program)`` with the program of ``f`` for these argument types: ``build()``
-    once per symbolic signature when ``types`` is given (kept unless it read values
-    of an enclosing trace), at every call otherwise. A program whose captured values
-    changed (``Stale``) is built again."""
-    if types is None:
-        return run(build())
+    """``run(program)`` with the program of ``f`` for these argument types, ``build()``
+    once per signature (the symbolic ``types`` where given, the leaves' shapes and
+    dtypes otherwise) and kept with ``f``, as ``grad`` keeps its specializations: a
+    ``jvp``/``vjp``/``linearize`` of the same function called in a loop traces it once.
+    Not kept: a program built on traced values or tape tensors (the enclosing trace or
+    tape holds it), or one that read values of an enclosing trace. A program whose
+    captured values changed (``Stale``) is built again."""
     leaves, tree = flatten(tuple(args))
+    if any(is_dispatched(x) or getattr(x, "requires_grad", False) for x in leaves):
+        return run(build())
+    if types is None:
+        types = [None] * len(leaves)
     key = (name, tree, tuple(leaf_signature(x) if t is None else t
                              for x, t in zip(leaves, types)))
     try:
@@ -64,7 +73,9 @@ def run_cached(f, name: str, args, types, build, run):
         except Stale:  # what f reads from outside its arguments changed: trace again
             del per_f[key]
     program = build()
-    if not getattr(program, "lifted", False):
+    if not getattr(program, "lifted", False) and not getattr(program, "outer", False):
+        if len(per_f) >= MAX_PROGRAMS:
+            del per_f[next(iter(per_f))]
         per_f[key] = program
     return run(program)
 

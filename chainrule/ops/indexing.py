@@ -215,13 +215,16 @@ def _index_add_kernel(base, g, *arrays, key):
 
 def _unique_index(e) -> bool:
     """Whether the index arrays of ``index_add`` provably select distinct positions:
-    one of them is a constant of distinct non-negative integers with the shape all
-    of them broadcast to (and the value has the base's dtype), so ``t[key] += g``
-    adds exactly what ``np.add.at`` adds."""
+    they are integers (0-d: one position; a loop's step ``x.at[t].add(g)``), or one of
+    them is a constant of distinct non-negative integers with the shape all of them
+    broadcast to (and the value has the base's dtype), so ``t[key] += g`` adds exactly
+    what ``np.add.at`` adds."""
     types = e.types[2:]
     if e.types[1].dtype != e.types[0].dtype or any(
             t.dtype.numpy.kind not in "iu" or templates.static_shape(t) is None for t in types):
         return False
+    if all(t.shape == () for t in types):  # integers, not arrays: one position
+        return True
     try:
         shape = np.broadcast_shapes(*(templates.static_shape(t) for t in types))
     except ValueError:

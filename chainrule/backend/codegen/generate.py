@@ -72,7 +72,7 @@ from ...ir.visitor import free_vars, nested_blocks
 from ...ops.templates import InPlace, OpEmit, int_literal, literal
 from ..execution import KERNEL_ERRORS, coerce_args, kernel_error
 from .identifiers import RESERVED, UniqueNames, safe_identifier
-from .plan import Plan, block_uses, plan_block
+from .plan import Plan, block_uses, carried_buffers, plan_block
 from .split import exec_generated, piece_bounds, write_split
 
 CACHE_SIZE = 64
@@ -177,13 +177,13 @@ class _ModuleCodegen:
         self.lines.append("    " * depth + text)
 
     # -- analysis ----------------------------------------------------------------------
-    def plan(self, block: Block, extra, exclude, keep_at_end) -> Plan:
-        return plan_block(block, extra, exclude, keep_at_end, self.inplace)
+    def plan(self, block: Block, extra, exclude, keep_at_end, carried=None) -> Plan:
+        return plan_block(block, extra, exclude, keep_at_end, self.inplace, carried)
 
     # -- emission ------------------------------------------------------------------------
     def block(self, block: Block, depth: int, result: tuple, extra=(), exclude=(),
-              keep_at_end=frozenset()) -> Plan:
-        plan = self.plan(block, extra, exclude, keep_at_end)
+              keep_at_end=frozenset(), carried=None) -> Plan:
+        plan = self.plan(block, extra, exclude, keep_at_end, carried)
         self._dels(depth, plan.start_dels)
         for i, b in enumerate(block.bindings):
             if b.var in plan.inline:
@@ -263,13 +263,18 @@ class _ModuleCodegen:
 
     def loop(self, name: str, w: While, depth: int) -> None:
         lvs = [self.name(lv) for lv in w.loop_vars]
-        self.out(depth, f"{', '.join(lvs)} = {', '.join(self.atom(a) for a in w.init)}")
+        # buffers the body updates in place (a scan's stacked outputs, a row per step:
+        # linear in the loop's length, not quadratic) start from copies of their own
+        carried = carried_buffers(w) if self.inplace else {}
+        inits = [f"np.array({self.atom(a)}, copy=True)" if lv in carried else self.atom(a)
+                 for lv, a in zip(w.loop_vars, w.init)]
+        self.out(depth, f"{', '.join(lvs)} = {', '.join(inits)}")
         self.out(depth, "while True:")
         body_uses = block_uses(w.body)
         keep = [b.var for b in w.cond.bindings if b.var in body_uses]  # live into the body
         cond = self.block(w.cond, depth + 1, ("break",), exclude=keep)
         self.block(w.body, depth + 1, ("carry", lvs), extra=list(w.loop_vars) + keep,
-                   keep_at_end=frozenset(w.loop_vars))
+                   keep_at_end=frozenset(w.loop_vars), carried=carried)
         packed = lvs[0] if len(lvs) == 1 else "(" + ", ".join(lvs) + ")"
         self.out(depth, f"{name} = {packed}")
         self._dels(depth, list(w.loop_vars) + keep + cond.dels[-1])
@@ -314,6 +319,14 @@ class _ModuleCodegen:
         if type(res) is str:
             locations[len(lines)] = where
             lines.append(f"{indent}{target} = {res}")
+            return
+        if type(res) is InPlace and args[res.operand] in plan.carried:
+            # a loop variable updated in place: its name is the loop's, so the result
+            # is bound to the buffer under its own name (deleting it must not delete the
+            # loop variable)
+            locations[len(lines)] = where
+            lines.append(f"{indent}{res.line}")
+            lines.append(f"{indent}{target} = {self.name(args[res.operand])}")
             return
         if type(res) is InPlace:
             # ``a += y``: the result is a's buffer, called a from here on (a is dead)

@@ -67,7 +67,7 @@ class Plan:
     """Per-block decisions: what to delete where, which buffers to reuse, which
     transposes to fold into matmuls."""
 
-    __slots__ = ("dels", "start_dels", "last", "owned", "inline", "uses")
+    __slots__ = ("dels", "start_dels", "last", "owned", "inline", "uses", "carried")
 
     def __init__(self, n: int):
         self.uses: list[set] = []  # per binding (and the result): the variables read
@@ -76,11 +76,15 @@ class Plan:
         self.last: dict[Var, int] = {}
         self.owned: set[Var] = set()
         self.inline: dict[Var, object] = {}  # a folded transpose -> what it transposes
+        self.carried: dict = {}  # owned loop variables (carried_buffers)
 
 
-def plan_block(block: Block, extra, exclude, keep_at_end, inplace: bool) -> Plan:
+def plan_block(block: Block, extra, exclude, keep_at_end, inplace: bool,
+               carried: dict | None = None) -> Plan:
     """What to delete where in ``block``, which buffers to reuse (``inplace``), which
-    transposes to fold into matmuls."""
+    transposes to fold into matmuls. ``carried``: for a loop body, the loop variables
+    holding buffers of this function's own (``carried_buffers``), each to the variable
+    the body carries into it."""
     bindings = block.bindings
     n = len(bindings)
     plan = Plan(n)
@@ -104,7 +108,8 @@ def plan_block(block: Block, extra, exclude, keep_at_end, inplace: bool) -> Plan
     plan.uses = uses
     plan.dels, plan.last, plan.start_dels = live.dels, live.last, live.never_used
     if inplace:
-        plan.owned = _owned(block, inline, uses)
+        plan.carried = carried or {}
+        plan.owned = _owned(block, inline, uses, plan.carried)
     return plan
 
 
@@ -139,10 +144,12 @@ def _inline_transposes(block: Block) -> dict:
     return {p: src for p, src in perm.items() if p in used}
 
 
-def _owned(block: Block, inline, uses) -> set:
+def _owned(block: Block, inline, uses, carried: dict) -> set:
     """Variables of this block holding a buffer that this function allocated and
-    that nothing else can see: only read as operands of ops returning fresh arrays."""
-    owned = set()
+    that nothing else can see: only read as operands of ops returning fresh arrays
+    (and, in a loop body, the ``carried`` loop variables, whose new values may leave
+    the body as what it carries into them)."""
+    owned = set(carried)
     op_calls = []  # per binding: whether it calls an op
     bufferable: dict[int, bool] = {}  # by id of a type (a program has few distinct ones)
     for b in block.bindings:
@@ -168,5 +175,32 @@ def _owned(block: Block, inline, uses) -> set:
                     owned.difference_update(_flat_vars(a))
             continue
         owned.difference_update(uses[i])
-    owned.difference_update(uses[-1])
+    owned.difference_update(uses[-1] - set(carried.values()))
     return owned
+
+
+def carried_buffers(w: While) -> dict:
+    """The loop variables of ``w`` that may be updated in place (a scan's stacked
+    outputs, written a row per step): arrays read in the body only by ops that return
+    fresh arrays, never read by the condition, each carried from a fresh array of the
+    body that nothing else reads as a view and no other loop variable gets. Maps each
+    to the body variable carried into it; the loop starts them from copies."""
+    result = w.body.result
+    fields = list(result.fields) if type(result) is Tuple else [result]
+    if len(fields) != len(w.loop_vars):
+        return {}
+    cond_uses = block_uses(w.cond)
+    candidates = {}
+    for lv, new in zip(w.loop_vars, fields):
+        if (type(new) is Var and new is not lv and fields.count(new) == 1
+                and _bufferable(lv.type) and lv not in cond_uses
+                and lv.type == new.type):
+            candidates[lv] = new
+    while candidates:  # drop those whose buffer the body may alias, until none is left
+        uses = [_uses(b.value) for b in w.body.bindings] + [set(_flat_vars(result))]
+        owned = _owned(w.body, {}, uses, candidates)
+        kept = {lv: new for lv, new in candidates.items() if lv in owned and new in owned}
+        if kept == candidates:
+            return kept
+        candidates = kept
+    return {}

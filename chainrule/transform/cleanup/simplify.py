@@ -109,6 +109,8 @@ class _Simplifier:
         self.defs: dict[Var, object] = {}  # variable -> its (simplified) Call or Tuple
         self.uniform: dict[Var, object] = {}  # variable -> the value of all its elements
         self.bcast: set[Var] = set()  # variables bound to a broadcast_to
+        # variables bound to zeros.at[key].add(g): a sum with one is g added at key
+        self.scattered: set[Var] = set()
         # every variable in ``sub``, ``uniform`` or ``bcast``: a call reading none of these
         # and of an op without a pattern that could apply is kept as it is (one lookup
         # per operand instead of the rules' three)
@@ -155,6 +157,10 @@ class _Simplifier:
         if t is Call and type(value.callee) is Op:
             self.defs[var] = value
             op = value.callee
+            if op is _INDEX_ADD and _is(self.uniform_of(value.args[0]), 0):
+                self.scattered.add(var)
+                self.notable.add(var)
+                return
             if op not in _RECORDED:  # the common case: no fact but the definition
                 return
             u = _FILLED.get(op, _NO_VALUE)
@@ -249,7 +255,7 @@ class _Simplifier:
                     return new
                 known = True
                 break
-            if a in uniform:
+            if a in uniform or a in self.scattered:
                 known = True
         for pattern in PATTERNS.get(call.callee, ()):
             if known or pattern not in NEEDS_KNOWN:
@@ -439,6 +445,19 @@ def identity(s, call, t, out, hint):
     return None
 
 
+def scatter_into_sum(s, call, t, out, hint):
+    """a + zeros.at[key].add(g) -> a.at[key].add(g)  (either order; a of the result's
+    type): the rows added where they go, not a whole array of zeros summed with ``a``
+    (the adjoint of x[t] read in a loop's step, accumulated over its steps: linear in
+    the loop's length instead of quadratic)"""
+    for k in (0, 1):
+        a, z = call.args[k], call.args[1 - k]
+        if type(z) is Var and z in s.scattered and a.type == t and z.type == t:
+            scatter = s.defs[z]
+            return Call(_INDEX_ADD, [a, *scatter.args[1:]], scatter.attrs)
+    return None
+
+
 def square_as_multiply(s, call, t, out, hint):
     """x ** 2 -> x * x"""
     if not _is(s.uniform_of(call.args[1]), 2):
@@ -527,13 +546,13 @@ _RESHAPES = (ops.reshape, ops.expand_dims, ops.squeeze)
 DEFINITIONS_READ: frozenset = frozenset()
 # patterns that apply only when an operand is a constant or a variable whose elements
 # have a known value (``_Simplifier.uniform``): not tried when none is
-NEEDS_KNOWN = frozenset((identity, square_as_multiply, sign_into_constant))
+NEEDS_KNOWN = frozenset((identity, square_as_multiply, sign_into_constant, scatter_into_sum))
 # patterns that, given scalar constant operands and plain variables (no known value), apply
 # or not by the constants' values alone
 READ_VALUES_ONLY = frozenset((identity, square_as_multiply))
 
 PATTERNS = {
-    ops.add: [identity],
+    ops.add: [identity, scatter_into_sum],
     ops.subtract: [identity],
     ops.multiply: [identity, sign_into_constant],
     ops.divide: [identity, sign_into_constant],
