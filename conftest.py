@@ -1,7 +1,8 @@
 """Test-session settings shared by the tests and the doctests of the package.
 
 One BLAS thread: on shared 2-core machines two threads make matrix products 15-60x
-slower (set before NumPy is imported by any test).
+slower (set before NumPy is imported by any test). Native code off but in its own tests
+(see below).
 
 Modules that are code of an optional package themselves (numba kernels) are
 imported only where that package is installed; without it their doctests are not
@@ -16,6 +17,11 @@ from pathlib import Path
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# Programs run as the reference NumPy code in the tests: whole programs as native code
+# (on by default with numba) compile in a background thread, at a time no test chooses,
+# and take seconds of CPU each; tests/test_native.py turns them on and checks them
+# against the NumPy code
+os.environ.setdefault("CHAINRULE_NATIVE", "0")
 
 # module (relative to the repository) -> (the package it is written in, or its doctests
 # need, and what installs it)

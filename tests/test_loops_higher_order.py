@@ -154,6 +154,22 @@ def nested_unrolled(x):
     return cnp.sum(h)
 
 
+def where_in_loop(x):
+    """A loop whose reverse keeps nothing per step for one branch (a stack of empty
+    tuples, which forward over forward over reverse once pushed as an empty array)."""
+    def body(i, c):
+        return cnp.where(c > 0, cnp.sin(c) * x, c * c + x)
+
+    return cnp.sum(cr.fori_loop(0, 4, body, x * 0.5))
+
+
+def where_in_loop_unrolled(x):
+    c = x * 0.5
+    for _ in range(4):
+        c = cnp.where(c > 0, cnp.sin(c) * x, c * c + x)
+    return cnp.sum(c)
+
+
 def chunked(x):
     body = lambda i, h: cnp.tanh(h @ W) + 0.1 * x
     return cnp.sum(cr.fori_loop(0, 7, body, x, checkpoint_every=3) ** 2)
@@ -202,6 +218,7 @@ PROGRAMS = {
     "cond": (cond, cond_unrolled),
     "cond_in_loop": (cond_in_loop, cond_in_loop_unrolled),
     "nested_loops": (nested, nested_unrolled),
+    "where_in_loop": (where_in_loop, where_in_loop_unrolled),
     "checkpoint_every": (chunked, chunked_unrolled),
     "script_for": (script_loop, script_loop_unrolled),
 }
@@ -230,6 +247,8 @@ def test_every_order_matches_the_unrolled_program(name, compiled):
     fwd_rev_rev = cr.jacfwd(cr.jacrev(cr.grad(looped)))(X)
     np.testing.assert_allclose(np.einsum("ijk,j,k->i", fwd_rev_rev, V, V), third(unrolled)(X),
                                rtol=1e-9, atol=1e-11)
+    fwd_fwd_rev = cr.jacfwd(cr.jacfwd(cr.grad(looped)))(X)
+    np.testing.assert_allclose(fwd_fwd_rev, fwd_rev_rev, rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.parametrize("name", ["fori_loop", "while_loop", "scan", "cond_in_loop",

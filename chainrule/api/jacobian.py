@@ -40,6 +40,7 @@ from ..frontend.polymorphic import specs_of
 from ..frontend.tracer import trace_function
 from ..ir.op import is_dispatched
 from ..ir.types import TensorType
+from ..ir.visitor import largest_array
 from ..transform.vmap.types import BatchingError
 from ..tree import flatten, unflatten
 from .arguments import StaticArgs
@@ -49,7 +50,7 @@ from .results import own
 from .reverse import _leaf_types
 from .specialization import _Compiled
 from .transformed import Transformed
-from .vmap import basis_jacobian_program, largest_array
+from .vmap import basis_jacobian_program
 
 # -- the checks (JAX's rules and wording) ---------------------------------------------
 

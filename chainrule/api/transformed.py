@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import warnings
 
+from ..backend.numba import native_status
 from ..checks import check_argnums
 from ..emit.trace import Traced
 from ..errors import (
@@ -106,6 +107,14 @@ class Transformed:
             warnings.warn(f"{self.__name__}: not compiled, runs uncompiled at every call "
                           f"instead: {exc}", ChainruleWarning, stacklevel=3)
         return self.on_tape(call)
+
+    def native_status(self, *args, **kwargs) -> str:
+        """Where the compiled program for these arguments runs: ``"native"`` (one numba
+        function: ``chainrule.backend.numba``), ``"compiling"`` (in the background; its
+        NumPy code answers meanwhile), or ``"numpy: <why>"`` (the reason it has no native
+        form, or that it is not compiled yet: the first calls run interpreted)."""
+        entry, _ = self.specialize(self.bind(args, kwargs))
+        return native_status(entry.tiers.compiled)
 
     def forget(self, entry) -> None:
         """Drop a specialization whose guards failed."""

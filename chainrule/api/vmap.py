@@ -392,27 +392,3 @@ def _identity(tr, n, t):
     return tr.atom(ops.reshape(eye, (n, *t.shape)))
 
 
-def largest_array(module: Module) -> int:
-    """The most elements of one array value of ``module`` (parameters and bindings; a
-    symbolic size counts as unbounded)."""
-    from ..ir.types import TensorType, TupleType
-    from ..ir.visitor import nested_blocks
-
-    largest, types = 1, []
-    for fn in module.functions.values():
-        types.extend(p.type for p in fn.params)
-        blocks = [fn.body]
-        while blocks:
-            block = blocks.pop()
-            for b in block.bindings:
-                types.append(b.var.type)
-                blocks.extend(nested_blocks(b.value))
-    while types:
-        t = types.pop()
-        if isinstance(t, TupleType):
-            types.extend(t.fields)
-        elif isinstance(t, TensorType):
-            if not all(isinstance(d, int) for d in t.shape):
-                return 2**62
-            largest = max(largest, int(np.prod(t.shape, dtype=np.int64)))
-    return largest

@@ -59,7 +59,7 @@ from ..transform.lowering.logsumexp_sharing import share_logsumexp
 from .codegen.generate import CompiledFunction, compile_module
 from .execution import coerce_args, results_allocated
 from .interpret import Interpreter
-from .numba import compile_program
+from .numba import attach_native, compile_program, native_enabled
 from .numba import enabled as numba_enabled
 
 _KERNEL_FAILED = re.compile(r"(.*? \(binding [^ )]*)(\) failed: .*)", re.S)
@@ -112,6 +112,9 @@ class Tiered:
             module = share_logsumexp(self.module)
             compiled = (compile_program(module, self.func, self.eager)
                         if numba_enabled() else compile_module(module, self.func))
+            if native_enabled() and getattr(compiled.compiled, "loop_program", None) is None:
+                # the whole program as native code, swapped in once compiled (numba)
+                attach_native(compiled, self.module, self.func, self.eager)
             # judged on the module the code was generated from (a numba program's regions
             # are calls of functions, never taken for fresh arrays)
             self.allocates_results = type(compiled) is CompiledFunction and (

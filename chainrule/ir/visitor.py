@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from operator import is_
 
+import numpy as np
+
 from .builder import Builder
 from .nodes import (
     Binding,
@@ -24,6 +26,7 @@ from .nodes import (
     typed_var,
 )
 from .op import Op
+from .types import TensorType, TupleType
 
 
 def nested_blocks(value):
@@ -346,3 +349,28 @@ def substitute_vars(fn: Function, sub: dict) -> Function:
         return Function([get(p, p) for p in f.params], block(f.body), f.ret_type, f.attrs)
 
     return function(fn)
+
+
+def largest_array(module: Module) -> int:
+    """The most elements of one array value of ``module`` (parameters and bindings; a
+    symbolic size counts as unbounded)."""
+    from ..ir.visitor import nested_blocks
+
+    largest, types = 1, []
+    for fn in module.functions.values():
+        types.extend(p.type for p in fn.params)
+        blocks = [fn.body]
+        while blocks:
+            block = blocks.pop()
+            for b in block.bindings:
+                types.append(b.var.type)
+                blocks.extend(nested_blocks(b.value))
+    while types:
+        t = types.pop()
+        if isinstance(t, TupleType):
+            types.extend(t.fields)
+        elif isinstance(t, TensorType):
+            if not all(isinstance(d, int) for d in t.shape):
+                return 2**62
+            largest = max(largest, int(np.prod(t.shape, dtype=np.int64)))
+    return largest

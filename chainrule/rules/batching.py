@@ -353,9 +353,12 @@ def stack_alloc_batch(ctx, args, batched, elem, slot):
 
 @batching_rule(ops.stack.STACK_PUSH)
 def stack_push_batch(ctx, args, batched, **attrs):
-    """Push the value, broadcast to every lane."""
+    """Push the value, broadcast to every lane (as atoms: an element that is an empty
+    tuple is no empty array)."""
     s, x = args
-    return ops.stack.STACK_PUSH(s, ctx.full(x, batched[1])), True
+    bt = ctx.batcher
+    pushed = bt.unwrap(ctx.full(x, batched[1]))
+    return bt.trace.emit_op(ops.stack.STACK_PUSH, [bt.unwrap(s), pushed], {}), True
 
 
 @batching_rule(ops.stack.STACK_POP)

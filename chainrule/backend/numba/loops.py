@@ -112,6 +112,7 @@ class LoopSource:
     constants: tuple
     result_tree: object
     helpers: str = HELPERS
+    boundscheck: bool = False  # indices checked as NumPy checks them (whole programs)
 
 
 def _literal(c: Constant) -> str | None:
@@ -516,9 +517,10 @@ class LoopProgram:
     def build(self):
         from .runtime import load_text
 
+        check = ", boundscheck=True" if self.src.boundscheck else ""
         disp = load_text(self.src.helpers + "\n\n" + f"@numba.njit({self.src.signature}, "
-                         f'cache=True, error_model="numpy", nogil=True)\n' + self.src.text,
-                         self.src.name, "loops")
+                         f'cache=True, error_model="numpy", nogil=True{check})\n'
+                         + self.src.text, self.src.name, "loops")
         consts = self.src.constants
         casts = [(np.ascontiguousarray if p.type.ndim else NP_SCALAR[str(p.type.dtype)])
                  for p in self.fn.params]

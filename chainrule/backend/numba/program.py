@@ -1,6 +1,10 @@
-"""Tier 2's code with numba: a whole program as one numba function when it has that
-form (``loops.py``), else its fused regions as kernels (``regions.py``), else the
-generated NumPy code; never a different result for a bug of this backend."""
+"""Tier 2's code with numba. By default (numba installed), a program of many small ops
+or with loops becomes one numba function (``programs.py``), compiled in the background
+while its NumPy code answers (``attach_native``). Opt-in (``CHAINRULE_NUMBA=1``): a
+whole program of small loops as one numba function (``loops.py``), else its fused
+regions as kernels (``regions.py``). Whatever has no numba form stays the generated
+NumPy code, the reference, with the reason (``native_status``); a bug of this backend
+never changes a result."""
 
 from __future__ import annotations
 
@@ -8,9 +12,11 @@ import warnings
 
 from ...errors import CodegenError
 from ...ir.nodes import Module
+from ...ir.visitor import largest_array
 from ...transform.lowering.loop_batching import batch_loops
 from ..codegen.generate import CompiledFunction, compile_module
 from . import loops
+from .programs import Unsupported, program_source
 from .regions import compile_fused
 from .runtime import enabled, submit
 
@@ -67,3 +73,78 @@ def compile_program(module: Module, func: str, eager: bool = False) -> CompiledF
         warnings.warn(f"chainrule's numba backend failed on {func} ({type(exc).__name__}: "
                       f"{exc}); running NumPy code", RuntimeWarning, stacklevel=2)
         return compile_module(module, func)
+
+
+# elements of one array above which a straight-line program stays NumPy code: its calls'
+# overhead is small next to the work, which numba's loops do no faster than NumPy's
+NATIVE_MAX_ELEMENTS = 1 << 16
+NATIVE_MIN_OPS = 4  # fewer op calls than this, and no loop: nothing to gain
+
+
+def _worth_native(module: Module, func: str) -> str | None:
+    """None when ``module[func]`` is worth compiling natively, else why not."""
+    from ...ir.nodes import Call, While
+    from ...ir.visitor import nested_blocks
+
+    calls, loops_ = 0, 0
+    blocks = [module[func].body]
+    while blocks:
+        block = blocks.pop()
+        for b in block.bindings:
+            calls += type(b.value) is Call
+            loops_ += type(b.value) is While
+            blocks.extend(nested_blocks(b.value))
+    if loops_:
+        return None
+    if calls < NATIVE_MIN_OPS:
+        return f"{calls} op call(s) and no loop: no Python calls to save"
+    if largest_array(module) > NATIVE_MAX_ELEMENTS:
+        return "arrays of more than 65536 elements: NumPy's calls cost little next to the work"
+    return None
+
+
+def attach_native(compiled: CompiledFunction, module: Module, func: str,
+                  block: bool = False) -> None:
+    """Run ``compiled`` (the NumPy code of ``module[func]``) as one numba function of the
+    whole program once that is compiled (in the background; now if ``block``). Why not,
+    when not: ``native_status``."""
+    cm = compiled.compiled
+    job = getattr(cm, "native", None)
+    if job is None and getattr(cm, "native_reason", None) is None:
+        why = _worth_native(module, func)
+        if why is None:
+            try:
+                src = program_source(module, func)
+            except Unsupported as exc:
+                why = str(exc)
+        if why is not None:
+            cm.native_reason = why
+            cm.source = cm.source + f"\n# native code: not used ({why})\n"
+            return
+        job = cm.native = loops.LoopProgram(src, module[func])
+        cm.source = cm.source + loops.describe(src).replace(
+            "the whole program as one numba function (its loops included)",
+            "the whole program as native code (numba)")
+        if not block:
+            submit([job])
+    if job is None:
+        return
+    job.attach(compiled)
+    if block:
+        job.compile()
+
+
+def native_status(compiled: CompiledFunction | None) -> str:
+    """Where the program runs: ``"native"``, ``"compiling"`` (NumPy code meanwhile), or
+    ``"numpy: <why>"``."""
+    if compiled is None:
+        return "numpy: not compiled yet (the first calls run in the interpreter)"
+    cm = compiled.compiled
+    job = getattr(cm, "native", None)
+    if job is not None:
+        return {"ready": "native", "waiting": "compiling"}.get(job.state, job.state)
+    loop_job = getattr(cm, "loop_program", None)
+    if loop_job is not None:
+        return {"ready": "native", "waiting": "compiling"}.get(loop_job.state, loop_job.state)
+    reason = getattr(cm, "native_reason", None)
+    return f"numpy: {reason}" if reason else "numpy: native code is off (CHAINRULE_NATIVE=0)"

@@ -13,8 +13,9 @@ thread, in the order programs asked for them (numba takes 0.1 to several seconds
 function, its first in a process also imports numba, ~0.5 s; a thread costs the caller
 only a share of the GIL during the compile).
 
-Opt-in: ``CHAINRULE_NUMBA=1`` in the environment or ``use_numba(True)``, when numba
-is installed (``pip install chainrule[fast]``).
+Whole programs (``programs.py``) compile when numba is installed (``pip install
+chainrule[fast]``), unless ``CHAINRULE_NATIVE=0``; fused regions and whole-loop kernels
+(``regions.py``, ``loops.py``) are opt-in: ``CHAINRULE_NUMBA=1`` or ``use_numba(True)``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,25 @@ def enabled() -> bool:
     """Whether tier 2 compiles fused regions with numba (opt-in, and numba installed)."""
     flag = _override if _override is not None else os.environ.get(ENV, "") not in ("", "0")
     return bool(flag) and available()
+
+
+NATIVE_ENV = "CHAINRULE_NATIVE"
+_native_override: bool | None = None
+
+
+def use_native(flag: bool | None) -> None:
+    """Turn whole programs as native code on or off for programs compiled from now on
+    (``None``: back to the environment's ``CHAINRULE_NATIVE``, on unless ``0``)."""
+    global _native_override
+    _native_override = flag
+
+
+def native_enabled() -> bool:
+    """Whether tier 2 compiles whole programs natively (``programs.py``): on by default
+    when numba is installed; ``CHAINRULE_NATIVE=0`` turns it off."""
+    flag = (_native_override if _native_override is not None
+            else os.environ.get(NATIVE_ENV, "") != "0")
+    return flag and available()
 
 
 def cache_dir() -> str:
