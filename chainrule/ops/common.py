@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import TypeInferenceError
 from ..ir.dims import canonical
-from ..ir.op import REQUIRED, Op, register_op
+from ..ir.op import REQUIRED, NoLowering, Op, ScalarForm, register_op
 from ..ir.types import DType, TensorType, TupleType, Type
 
 
@@ -161,7 +161,7 @@ def static_size(shape) -> int | None:
 
 
 __all__ = [
-    "REQUIRED", "TensorType", "TupleType", "Type", "DType", "define",
+    "REQUIRED", "NoLowering", "ScalarForm", "TensorType", "TupleType", "Type", "DType", "define",
     "broadcast_shapes", "promote", "normalize_axis", "normalize_axes", "check_shape",
     "tensor_types", "fmt", "static_size",
 ]
