@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import DType, TensorType, TupleType
-from .common import define, tensor_types
+from .common import NOT_YET_ON_ARRAY_API, define, tensor_types
 from .linalg import LinAlgError, compute_dtype, linalg_dtype, matrices, real_dtype, square
 
 __all__ = ["eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals", "qr", "pinv", "expm"]
@@ -114,7 +114,8 @@ def _eig(a):
 eig = define(
     "eig", _eig_type, _eig, 1, **_FACTORIZATION,
     doc="(w, v): eigenvalues and right eigenvectors (unit columns whose largest component "
-        "is real, as LAPACK geev normalizes them) of a general matrix, as complex arrays.")
+        "is real, as LAPACK geev normalizes them) of a general matrix, as complex arrays.",
+    kernels=NOT_YET_ON_ARRAY_API)
 
 
 def _eigvals_type(types, attrs):
@@ -129,7 +130,8 @@ def _eigvals(a):
 
 
 eigvals = define("eigvals", _eigvals_type, _eigvals, 1, **_FACTORIZATION,
-                 doc="The eigenvalues of a general matrix, as a complex array.")
+                 doc="The eigenvalues of a general matrix, as a complex array.",
+                 kernels=NOT_YET_ON_ARRAY_API)
 
 
 # -- singular values ---------------------------------------------------------------------
@@ -245,7 +247,7 @@ pinv = define(
     "pinv", _pinv_type, _pinv, 1, {"rcond": 1e-15, "hermitian": False}, _pinv_normalize,
     **_FACTORIZATION,
     doc="The Moore-Penrose pseudo-inverse from the SVD, singular values at most rcond times "
-        "the largest taken as zero.")
+        "the largest taken as zero.", kernels=NOT_YET_ON_ARRAY_API)
 
 
 # -- matrix exponential ------------------------------------------------------------------
@@ -266,4 +268,4 @@ def _expm(a):
 
 expm = define("expm", _expm_type, _expm, 1, **_FACTORIZATION,
               doc="The matrix exponential (scaling and squaring with a Pade approximant, "
-                  "SciPy's expm).")
+                  "SciPy's expm).", kernels=NOT_YET_ON_ARRAY_API)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import TypeInferenceError
 from ..ir.types import DType, TensorType, TupleType
-from .common import broadcast_shapes, define, promote, tensor_types
+from .common import NOT_YET_ON_ARRAY_API, broadcast_shapes, define, promote, tensor_types
 
 __all__ = ["matmul", "solve", "triangular_solve", "cholesky", "slogdet", "det", "adjugate",
            "LinAlgError"]
@@ -134,7 +134,8 @@ def _solve(a, b):
 solve = define("solve", _solve_type, _solve, 2, linear=(1,), fresh=True, aliases=False,
                raises_on_values=True,
                doc="solve(a, b): x with a @ x = b, for (..., n, n) a and (..., n, k) b "
-                   "(batch axes broadcast); LU with partial pivoting (LAPACK gesv).")
+                   "(batch axes broadcast); LU with partial pivoting (LAPACK gesv).",
+               kernels=NOT_YET_ON_ARRAY_API)
 
 
 # -- triangular solve --------------------------------------------------------------------
@@ -183,7 +184,7 @@ triangular_solve = define(
     doc="solve_triangular(a, b, lower=False, trans=0, unit_diagonal=False): x with op(a) x = "
         "b, op(a) = a, a^T (trans 1 or 'T') or a^H (2 or 'C'); only the lower (or upper) "
         "triangle of a is read, and its diagonal is taken as ones with unit_diagonal "
-        "(LAPACK trtrs; batched over leading axes).")
+        "(LAPACK trtrs; batched over leading axes).", kernels=NOT_YET_ON_ARRAY_API)
 
 
 # -- cholesky ----------------------------------------------------------------------------
@@ -279,4 +280,5 @@ adjugate = define(
     raises_on_values=True,  # its SVD
     namespace=("linalg.adjugate",),
     doc="The adjugate (classical adjoint) adj(a) = det(a) a^-1, the transposed cofactor "
-        "matrix, from the SVD (defined and accurate for singular a too).")
+        "matrix, from the SVD (defined and accurate for singular a too).",
+    kernels=NOT_YET_ON_ARRAY_API)

@@ -26,7 +26,14 @@ from ..ir.indexing import Slice
 from ..ir.op import REDUCTIONS, REQUIRED, is_dispatched
 from ..ir.types import DType, TensorType
 from . import templates
-from .common import define, normalize_axes, normalize_axis, promote, tensor_types
+from .common import (
+    NOT_YET_ON_ARRAY_API,
+    define,
+    normalize_axes,
+    normalize_axis,
+    promote,
+    tensor_types,
+)
 from .indexing import index, index_add
 from .shape import broadcast_to, zeros, zeros_like
 
@@ -239,7 +246,7 @@ correlate_valid = define(
         "window of x with w's shape, no padding, no conjugation), both of rank n and x at "
         "least as large as w in every dimension. Convolutions and correlations of every mode "
         "are this op on a zero-padded window of x (``window``); its derivatives are "
-        "correlations again.")
+        "correlations again.", kernels=NOT_YET_ON_ARRAY_API)
 
 
 def window(x, lo, hi):

@@ -24,7 +24,15 @@ import numpy as np
 
 from ..errors import ChainruleError, TypeInferenceError
 from ..ir.types import DType, TensorType
-from .common import NoLowering, broadcast_shapes, define, fmt, promote, tensor_types
+from .common import (
+    NOT_YET_ON_ARRAY_API,
+    NoLowering,
+    broadcast_shapes,
+    define,
+    fmt,
+    promote,
+    tensor_types,
+)
 
 _SPECIAL = None
 
@@ -239,11 +247,13 @@ def _mvn_logdet(a):
 
 mvn_solve = define("mvn_solve", _mvn_solve_type, _mvn_solve, 2, fresh=True, aliases=False,
                    raises_on_values=True,
-                   doc="mvn_solve(a, b): each row of b solved against a, (a^-1 b^T)^T.")
+                   doc="mvn_solve(a, b): each row of b solved against a, (a^-1 b^T)^T.",
+                   kernels=NOT_YET_ON_ARRAY_API)
 mvn_logdet = define("mvn_logdet", _mvn_logdet_type, _mvn_logdet, 1, fresh=True,
                     raises_on_values=True,
                     aliases=False, doc="log det (a + a^T) / 2, which must be positive "
-                                       "definite (from its Cholesky factor).")
+                                       "definite (from its Cholesky factor).",
+                    kernels=NOT_YET_ON_ARRAY_API)
 
 __all__ = [
     "erf", "erfc", "erfinv", "erfcx", "ndtr", "log_ndtr", "gammaln", "digamma", "polygamma",

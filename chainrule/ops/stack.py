@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import InterpretError, TypeInferenceError
 from ..ir.op import REQUIRED, Op
 from ..ir.types import DType, ListType, TensorType, TupleType, Type
-from .common import define
+from .common import NOT_YET_ON_ARRAY_API, define
 
 
 class StackCell(tuple):
@@ -294,8 +294,9 @@ def _pop_or_zero_type(types, attrs):
 
 
 STACK_POP_OR_ZERO = _op("stack_pop_or_zero", _pop_or_zero_type, _pop_or_zero, 1,
-                        {"elem": REQUIRED}, _empty_normalize, linear="all")
-STACK_ADD = _op("stack_add", _add_type, add_stacks, 2, linear="all")
+                        {"elem": REQUIRED}, _empty_normalize, linear="all",
+                        kernels=NOT_YET_ON_ARRAY_API)
+STACK_ADD = _op("stack_add", _add_type, add_stacks, 2, linear="all", kernels=NOT_YET_ON_ARRAY_API)
 
 STACK_OPS = (STACK_EMPTY, STACK_PUSH, STACK_POP, STACK_NONEMPTY, STACK_POP_OR_ZERO, STACK_ADD,
              STACK_ALLOC)
