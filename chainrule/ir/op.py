@@ -2,10 +2,13 @@
 
 An ``Op`` is declared once, in its family file under ``chainrule/ops/``: its
 name, type rule, NumPy kernel, and the facts passes and the code generator
-read as fields (linear in which operands, elementwise, how code generation
-writes it, whether its result is a fresh buffer or may alias an operand, its
-names in the user namespace and as an array method). ``OPS`` maps names to
-ops. Derivative rules live in ``chainrule/rules/``, keyed by the op object.
+read as fields (linear in which operands, elementwise, a reduction, how code
+generation writes it, whether its result is a fresh buffer or may alias an
+operand, its names in the user namespace and as an array method), checked where
+it is declared, and how the other backends compute it (its scalar form for
+numba's loops, its array-API function or kernels), or ``NoLowering`` saying why
+not. ``OPS`` maps names to ops. Derivative rules live in ``chainrule/rules/``,
+keyed by the op object, and so does every backend table of lowerings.
 
 An op is callable: on NumPy arrays it computes, on traced values it emits
 IR, on tape tensors it records (whichever argument type registered in
