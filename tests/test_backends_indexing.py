@@ -10,6 +10,7 @@ import pytest
 
 import chainrule as cr
 import chainrule.numpy as cnp
+from chainrule import ops
 from chainrule.backend.array_api.namespaces import NAMESPACES
 from chainrule.errors import BackendError, ChainruleError
 
@@ -148,4 +149,4 @@ def test_update_kernel_refusal_names_op_backend_and_key():
     ctx = KernelContext("cupy", np)
     key = (Slice(None, None, -1), ArrayIndex(0))
     with pytest.raises(BackendError, match=r"index_add.*cupy.*\[::-1, <array 0>\]"):
-        GENERIC["index_add"](ctx, np.zeros((3, 4)), np.ones(3), np.array([0, 1, 2]), key=key)
+        GENERIC[ops.index_add](ctx, np.zeros((3, 4)), np.ones(3), np.array([0, 1, 2]), key=key)

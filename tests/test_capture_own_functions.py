@@ -92,3 +92,23 @@ def test_a_function_of_a_copy_of_a_chainrule_namespace_is_walked():
     g = types.FunctionType(_reads_weights.__code__, namespace)
     assert not _own_function(g)
     assert id(weights) in sources(g).arrays
+
+
+def test_an_array_library_function_is_not_walked():
+    """A closure holding a SciPy function (a test case's reference, a model's solver):
+    SciPy's memo of LAPACK routines grows as SciPy is used, and guarding it made the
+    next call of a ``vjp``'s pullback fail as stale."""
+    import types
+
+    import pytest
+    scipy_linalg = pytest.importorskip("scipy.linalg", reason="pip install scipy")
+    case = types.SimpleNamespace(ref=scipy_linalg.eigvalsh, w=np.arange(3.0))
+
+    def f(x):
+        return cnp.sum(x * case.w)
+
+    found = sources(f)
+    assert not any("get_lapack_funcs" in path.describe() for path, _ in found.layouts)
+    out, pullback = cr.vjp(f, np.ones(3))
+    scipy_linalg.eigvalsh(np.eye(5, dtype=np.complex64))  # grows SciPy's memo
+    np.testing.assert_allclose(pullback(1.0)[0], np.arange(3.0))

@@ -26,8 +26,8 @@ import chainrule.numpy as cnp
 from chainrule import ops
 from chainrule.backend import numba as nb
 from chainrule.backend.codegen.generate import compile_module
-from chainrule.backend.numba.source import SCALAR, UNFUSABLE, Unfusable, region_source
-from chainrule.ir.op import OPS
+from chainrule.backend.numba.source import VECMATH, VECMATH32, Unfusable, region_source
+from chainrule.ir.op import OPS, NoLowering, ScalarForm
 from chainrule.transform import fuse
 
 needs_numba = pytest.mark.skipif(not nb.available(),
@@ -63,9 +63,15 @@ def _elementwise():
 
 def test_every_elementwise_op_is_fusible_or_declared_unfusable():
     for name in _elementwise():
-        assert (name in SCALAR) != (name in UNFUSABLE), (
-            f"{name}: give it a scalar form in numba.source.SCALAR or a reason in UNFUSABLE")
-    assert not set(UNFUSABLE) - set(_elementwise())
+        assert isinstance(OPS[name].scalar, (ScalarForm, NoLowering)), (
+            f"{name}: declare its scalar form (define(..., scalar=...)) or "
+            f"scalar=NoLowering(reason)")
+    for op in [*VECMATH, *VECMATH32]:  # numba.vecmath's forms replace declared ones
+        assert op in ops.BUILTIN_OPS and isinstance(op.scalar, ScalarForm), op
+
+
+def _unfusable():
+    return [n for n in _elementwise() if isinstance(OPS[n].scalar, NoLowering)]
 
 
 def _apply(name, a, b):
@@ -89,7 +95,9 @@ def _apply(name, a, b):
 
 
 def _fusible():
-    return [n for n in _elementwise() if n in SCALAR and n != "broadcast_to"]
+    """The elementwise ops with a scalar form for every attribute (sinc's is for n = 0)."""
+    return [n for n in _elementwise()
+            if isinstance(OPS[n].scalar, ScalarForm) and not OPS[n].scalar.when]
 
 
 def _all_ops_program(names):
@@ -108,9 +116,7 @@ def _all_ops_program(names):
 
 def test_unfusable_ops_say_why():
     x = np.linspace(0.1, 0.9, 4)
-    for name in UNFUSABLE:
-        if name == "sinc":
-            continue
+    for name in _unfusable():
         try:
             m = cr.trace(lambda x, name=name: _apply(name, x * 2.0, x + 1.0), x)
         except Exception:  # noqa: BLE001 - complex-only ops refuse real operands: not ours

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ops
 from ..errors import InterpretError
 from ..ir.dims import Dim
 from ..ir.nodes import Call, Function, Tuple, Var
@@ -110,10 +111,6 @@ def coerce(arg, t, where: str, symbols: dict | None = None):
     return arg
 
 
-# reductions of NumPy's ufuncs: a result of rank 1 or more is always a new array
-_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod"})
-
-
 def _allocates(value) -> bool:
     """Whether ``value`` (a binding's value) of rank 1 or more is a new array."""
     if type(value) is not Call or not isinstance(value.callee, Op):
@@ -121,11 +118,11 @@ def _allocates(value) -> bool:
     op = value.callee
     if op.fresh and not op.aliases:
         return True
-    if op.name in _REDUCTIONS and not op.aliases:
+    if op.reduction is not None and not op.aliases:  # NumPy's: rank >= 1 is a new array
         return True
     # a sum down to a smaller shape; to the same shape it is its operand
     operand = value.args[0] if value.args else None
-    return (op.name == "collapse_sum_to" and isinstance(getattr(operand, "type", None),
+    return (op is ops.collapse_sum_to and isinstance(getattr(operand, "type", None),
                                                         TensorType)
             and operand.type.is_static and operand.type.shape != tuple(value.attrs["shape"]))
 

@@ -51,6 +51,7 @@ from .capture_objects import (
     _inherited_attribute,
     _is_number,
     _number_value,
+    _library_function,
     _own_function,
     _slots,
 )
@@ -370,7 +371,7 @@ def _visit(value, path: Path, found: Found, depth: int, names) -> None:
         return
     found._seen.add(id(value))
     if isinstance(value, types.FunctionType):
-        if _own_function(value):
+        if _own_function(value) or _library_function(value):
             return
         _visit_function(value, path, found, depth)
     elif isinstance(value, types.MethodType):

@@ -127,6 +127,18 @@ def _own_function(fn, depth: int = 0) -> bool:
 
 _OWN_CELLS = (Op, str, int, bool, type(None))
 
+# array libraries whose functions hold caches, never a user's values: their memo
+# dictionaries (scipy's LAPACK lookup) change as they are used and would fail a guard
+_LIBRARIES = frozenset({"numpy", "scipy", "torch", "jax", "jaxlib", "dask", "cupy",
+                        "numba", "autograd", "sklearn"})
+
+
+def _library_function(fn) -> bool:
+    """A function of an array library (``scipy.linalg.eigvalsh``): what it reads is
+    the library's own state, not a user's array or setting."""
+    module = fn.__globals__.get("__name__")
+    return type(module) is str and module.partition(".")[0] in _LIBRARIES
+
 
 _SCALARS = (bool, int, float, complex, np.generic)
 

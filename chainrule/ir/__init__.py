@@ -18,7 +18,7 @@ from .nodes import (
     Var,
     While,
 )
-from .op import OPS, REQUIRED, Op, get_op, register_op
+from .op import OPS, REQUIRED, NoLowering, Op, ScalarForm, get_op, register_op
 from .parser import parse
 from .parser_literals import parse_type
 from .printer import print_module
@@ -28,8 +28,9 @@ from .visitor import Mutator, Visitor, free_vars
 
 __all__ = [
     "ArrayIndex", "Binding", "Block", "Builder", "Call", "Constant", "DType", "Expr",
-    "FuncType", "Function", "GlobalVar", "If", "ListType", "Module", "Mutator", "OPS", "Op",
-    "REQUIRED", "Slice", "TensorType", "Tuple", "TupleGetItem", "TupleType", "Type", "Var",
+    "FuncType", "Function", "GlobalVar", "If", "ListType", "Module", "Mutator", "NoLowering",
+    "OPS", "Op", "REQUIRED", "ScalarForm", "Slice", "TensorType", "Tuple", "TupleGetItem",
+    "TupleType", "Type", "Var",
     "Visitor", "While", "free_vars", "get_op", "parse", "parse_type", "print_module",
     "register_op", "structural_equal", "verify",
 ]

@@ -2,10 +2,13 @@
 
 An ``Op`` is declared once, in its family file under ``chainrule/ops/``: its
 name, type rule, NumPy kernel, and the facts passes and the code generator
-read as fields (linear in which operands, elementwise, how code generation
-writes it, whether its result is a fresh buffer or may alias an operand, its
-names in the user namespace and as an array method). ``OPS`` maps names to
-ops. Derivative rules live in ``chainrule/rules/``, keyed by the op object.
+read as fields (linear in which operands, elementwise, a reduction, how code
+generation writes it, whether its result is a fresh buffer or may alias an
+operand, its names in the user namespace and as an array method), checked where
+it is declared, and how the other backends compute it (its scalar form for
+numba's loops, its array-API function or kernels), or ``NoLowering`` saying why
+not. ``OPS`` maps names to ops. Derivative rules live in ``chainrule/rules/``,
+keyed by the op object, and so does every backend table of lowerings.
 
 An op is callable: on NumPy arrays it computes, on traced values it emits
 IR, on tape tensors it records (whichever argument type registered in
@@ -34,9 +37,69 @@ from .types import DType, TensorType, Type
 
 REQUIRED = object()  # marks an attribute without a default
 
+# what a reduction does with the elements it reduces (NumPy's sum, prod, max, min, mean)
+REDUCTIONS = ("sum", "prod", "max", "min", "mean")
+
 
 def _no_normalize(arg_types, attrs):
     return attrs
+
+
+@dataclass(frozen=True)
+class NoLowering:
+    """A lowering an op declares it does not have, and why (``scalar=NoLowering(...)``,
+    ``kernels={"array_api": NoLowering(...)}``): the backend then runs it another way or
+    says it cannot, quoting ``reason``. Declaring it keeps the registry tests, which
+    require every op to have each lowering or say why not, honest."""
+
+    reason: str
+
+    def __post_init__(self):
+        if not isinstance(self.reason, str) or not self.reason:
+            raise ChainruleError(f"NoLowering needs a reason (a non-empty string), got "
+                                 f"{self.reason!r}")
+
+
+@dataclass(frozen=True)
+class ScalarForm:
+    """An elementwise op on one element: Python text of NumPy scalar calls and arithmetic
+    that numba compiles into the loop of a fused region (``backend/numba/source.py``).
+
+    ``{0}``, ``{1}``... are the operands (converted to the result dtype first where the op
+    computes in it: ``operands_in_result_dtype``), ``{zero}`` and ``{one}`` literals of
+    the result dtype; ``math.`` functions compute in float64 (a float32 result is
+    rounded from it). ``floats_only``: the text is right for float results only (a
+    region computing it on integers stays NumPy code); ``ints``: the text for integer
+    and bool results instead (``"{0}"`` for ``floor``). ``when``: attribute values the
+    text holds for (``{"n": 0}`` for ``sinc``), ``reason`` saying why there is no form
+    otherwise. A plain string given as ``scalar=`` is ``ScalarForm(text)``."""
+
+    text: str
+    floats_only: bool = False
+    ints: str | None = None
+    when: dict = field(default_factory=dict)
+    reason: str = ""
+
+    def check(self, op_name: str, nargs: int | None) -> None:
+        """Refuse a form that cannot be a template of ``nargs`` operands."""
+        for text in (self.text, self.ints):
+            if text is None:
+                continue
+            if not isinstance(text, str):
+                raise ChainruleError(f"op {op_name}: a scalar form is text, got {text!r}")
+            try:
+                text.format(*["x"] * (nargs if nargs is not None else 8), zero="0", one="1")
+            except (IndexError, KeyError, ValueError) as exc:
+                raise ChainruleError(f"op {op_name}: scalar form {text!r} is not a template "
+                                     f"of {nargs} operand(s), {{zero}} and {{one}}: "
+                                     f"{exc}") from None
+        if self.floats_only and self.ints is not None:
+            raise ChainruleError(f"op {op_name}: a scalar form is floats_only or has an "
+                                 f"integer form (ints), not both")
+        if not isinstance(self.when, dict) or (self.when and not self.reason):
+            raise ChainruleError(f"op {op_name}: a scalar form that holds only for some "
+                                 f"attributes (when=...) says why not for the others "
+                                 f"(reason=...)")
 
 
 @dataclass(eq=False, frozen=True)
@@ -75,9 +138,31 @@ class Op:
       the text format (the stacks of reverse-mode loops), never in user code.
     - ``effects``: running it does more than compute its result (a draw from a
       random generator): passes never merge, drop or constant-fold it.
+    - ``reduction``: the op reduces its operand over the axes of its ``axis`` attribute
+      (``keepdims`` keeping them), combining the elements as NumPy's ``"sum"``,
+      ``"prod"``, ``"max"``, ``"min"`` or ``"mean"`` does; None for any other op.
+    - ``broadcast``: the result is the operand broadcast to a shape (a view whose
+      element at an index is the operand's at the broadcast index).
+    - ``raises_on_values``: the kernel may raise on some operand values of valid types
+      (a factorization of a singular matrix, a pop from an empty stack): ``vmap`` never
+      runs it in a lane that did not ask for it.
+    - ``operands_in_result_dtype``: the operands converted to the result dtype before
+      computing, as NumPy's ufunc loops convert them: ``"all"``, or a tuple of operand
+      positions; the others compute in their own (common) dtype: ``()`` for
+      comparisons, ``isnan``, ``abs`` (|z| of a complex z is real), ``(1, 2)`` for
+      ``where`` (its condition is never converted).
+
+    How backends other than NumPy code compute it (each a lowering keyed by this op;
+    ``NoLowering(reason)`` says there is none, and why):
+
     - ``kernels``: kernels for other array namespaces than NumPy, by namespace name
       (``"torch"``, ``"cupy"``, ``"dask"``, or ``"array_api"`` for any), each
       ``kernel(ctx, *arrays, **attrs)`` (``chainrule.backend.array_api.kernels``).
+    - ``array_api_name``: the array API standard's function computing it
+      (``"acos"`` for ``arccos``): generated code for any array-API namespace calls
+      ``xp.acos`` directly, its operands converted as ``operands_in_result_dtype`` says.
+    - ``scalar``: its form on one element (a ``ScalarForm``, or its text), for the loops
+      of fused regions compiled by numba.
     """
 
     name: str
@@ -99,7 +184,13 @@ class Op:
     internal: bool = False
     effects: bool = False
     doc: str = ""
+    reduction: str | None = None
+    broadcast: bool = False
+    raises_on_values: bool = False
+    operands_in_result_dtype: str | tuple = "all"
     kernels: dict = field(default_factory=dict)
+    array_api_name: str | None = None
+    scalar: ScalarForm | NoLowering | None = None
 
     def __post_init__(self):
         if (not isinstance(self.name, str) or not self.name.isidentifier()
@@ -119,8 +210,53 @@ class Op:
         if not isinstance(self.methods, tuple) or not all(
                 isinstance(n, str) and n.isidentifier() for n in self.methods):
             raise ChainruleError(f"op {self.name}: methods must be a tuple of identifiers")
+        self._check_facts()
         object.__setattr__(self, "attrs", dict(self.attrs))
         object.__setattr__(self, "kernels", dict(self.kernels))
+        if isinstance(self.scalar, str):
+            object.__setattr__(self, "scalar", ScalarForm(self.scalar))
+
+    def _check_facts(self) -> None:
+        """Refuse a fact of the wrong kind where the op is declared, naming the op."""
+        name = self.name
+        for fact in ("differentiable", "elementwise", "commutative", "fresh", "aliases",
+                     "inplace", "internal", "effects", "broadcast", "raises_on_values"):
+            if not isinstance(getattr(self, fact), bool):
+                raise ChainruleError(f"op {name}: {fact} must be True or False, got "
+                                     f"{getattr(self, fact)!r}")
+        if self.reduction is not None and self.reduction not in REDUCTIONS:
+            raise ChainruleError(f"op {name}: reduction must be None or one of {REDUCTIONS}, "
+                                 f"got {self.reduction!r}")
+        if self.reduction is not None and not {"axis", "keepdims"} <= set(self.attrs):
+            raise ChainruleError(f"op {name}: a reduction takes the attributes axis and "
+                                 f"keepdims, got {list(self.attrs)}")
+        converted = self.operands_in_result_dtype
+        if converted != "all" and not (isinstance(converted, tuple) and all(
+                type(i) is int and 0 <= i and (self.nargs is None or i < self.nargs)
+                for i in converted)):
+            raise ChainruleError(f"op {name}: operands_in_result_dtype must be 'all' or a "
+                                 f"tuple of operand positions, got {converted!r}")
+        if not isinstance(self.kernels, dict) or not all(
+                isinstance(k, str) and (callable(v) or isinstance(v, NoLowering))
+                for k, v in self.kernels.items()):
+            raise ChainruleError(f"op {name}: kernels maps namespace names ('torch', "
+                                 f"'array_api') to kernel(ctx, *arrays, **attrs) or "
+                                 f"NoLowering(reason)")
+        if self.array_api_name is not None and not (
+                isinstance(self.array_api_name, str) and self.array_api_name.isidentifier()):
+            raise ChainruleError(f"op {name}: array_api_name must be the name of an array "
+                                 f"API function, got {self.array_api_name!r}")
+        form = self.scalar
+        if isinstance(form, str):
+            form = ScalarForm(form)
+        if isinstance(form, ScalarForm):
+            if not (self.elementwise or self.broadcast):
+                raise ChainruleError(f"op {name}: only an elementwise op (or a broadcast) has "
+                                     f"a scalar form")
+            form.check(name, self.nargs)
+        elif form is not None and not isinstance(form, NoLowering):
+            raise ChainruleError(f"op {name}: scalar must be a ScalarForm, its text or "
+                                 f"NoLowering(reason), got {form!r}")
 
     def __repr__(self) -> str:
         return f"Op({self.name})"
@@ -159,6 +295,12 @@ class Op:
         if type(out) is np.ndarray:  # for users: with .at (ir/array.py)
             return out.view(Array)
         return as_user_array(out) if type(out) is tuple else out
+
+    def converted_operands(self, nargs: int) -> range | tuple:
+        """The positions, among ``nargs`` operands, of those converted to the result dtype
+        before computing (``operands_in_result_dtype``)."""
+        kept = self.operands_in_result_dtype
+        return range(nargs) if kept == "all" else kept
 
     def linear_in(self, positions) -> bool:
         """Whether the op is linear in the operands at ``positions`` jointly."""

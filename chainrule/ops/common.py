@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import TypeInferenceError
 from ..ir.dims import canonical
-from ..ir.op import REQUIRED, Op, register_op
+from ..ir.op import REQUIRED, NoLowering, Op, ScalarForm, register_op
 from ..ir.types import DType, TensorType, TupleType, Type
 
 
@@ -57,6 +57,12 @@ def define(name: str, infer, kernel, nargs: int | None = 1, attrs=None, normaliz
 
 def _same_attrs(types, attrs):
     return attrs
+
+
+# the array-API lowering of the ops none is written for yet (the registry test requires
+# every op to have one or say why not: grep for this name to find the work left)
+NOT_YET_ON_ARRAY_API = {"array_api": NoLowering(
+    "no array-API kernel written yet (Dask runs NumPy's kernel as one task)")}
 
 
 # -- type rule helpers ---------------------------------------------------------------
@@ -161,7 +167,8 @@ def static_size(shape) -> int | None:
 
 
 __all__ = [
-    "REQUIRED", "TensorType", "TupleType", "Type", "DType", "define",
+    "NOT_YET_ON_ARRAY_API", "REQUIRED", "NoLowering", "ScalarForm", "TensorType", "TupleType",
+    "Type", "DType", "define",
     "broadcast_shapes", "promote", "normalize_axis", "normalize_axes", "check_shape",
     "tensor_types", "fmt", "static_size",
 ]

@@ -19,12 +19,17 @@ import numpy as np
 from ..errors import TypeInferenceError
 from ..ir.types import DType, TensorType
 from . import templates
-from .common import broadcast_shapes, define, fmt, promote, tensor_types
+from .common import NoLowering, broadcast_shapes, define, fmt, promote, tensor_types
 from .elementwise import real_dtype
 
 __all__ = ["real", "imag", "conj", "angle", "complex_from_parts"]
 
-_FACTS = dict(elementwise=True, fresh=True, aliases=False)
+_FACTS = dict(elementwise=True, fresh=True, aliases=False,
+              scalar=NoLowering("complex numbers: regions run in real dtypes"))
+# the part of a complex number is computed in its complex dtype, not the real result's
+_PART = dict(operands_in_result_dtype=())
+_NO_XP = NoLowering("the array API has no such function (Dask runs NumPy's kernel chunk by "
+                    "chunk)")
 
 
 def _part_type(name):
@@ -59,16 +64,18 @@ def _angle_kernel(x):
 
 
 real = define("real", _part_type("real"), _real_kernel, linear="all",
-              namespace=("real",), **_FACTS,  # x.real: a property (emit/methods.py)
+              namespace=("real",), **_FACTS, **_PART,  # x.real: a property (emit/methods.py)
               doc="The real part (of a real array: itself)")
 imag = define("imag", _part_type("imag"), _imag_kernel, linear="all",
-              namespace=("imag",), **_FACTS,
+              namespace=("imag",), **_FACTS, **_PART,
               doc="The imaginary part (of a real array: zeros)")
 conj = define("conj", lambda types, attrs: tensor_types("conj", types)[0], np.conj,
               emit=templates.ufunc_unary("conj"), linear="all",
               namespace=("conj", "conjugate"), methods=("conj", "conjugate"), inplace=True,
-              **_FACTS, doc="The complex conjugate (of a real array: itself)")
-angle = define("angle", _angle_type, _angle_kernel, namespace=("angle",), **_FACTS,
+              array_api_name="conj", **_FACTS,
+              doc="The complex conjugate (of a real array: itself)")
+angle = define("angle", _angle_type, _angle_kernel, namespace=("angle",), **_FACTS, **_PART,
+               kernels={"array_api": _NO_XP},
                doc="The angle (argument) of a complex number, in radians")
 
 
@@ -90,5 +97,5 @@ def _complex_kernel(x, y):
 
 
 complex_from_parts = define("complex_from_parts", _complex_type, _complex_kernel, 2,
-                            linear="all", **_FACTS,
+                            linear="all", kernels={"array_api": _NO_XP}, **_FACTS,
                             doc="x + 1j * y for real arrays x and y (JAX's lax.complex)")

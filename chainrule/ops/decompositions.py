@@ -22,10 +22,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import DType, TensorType, TupleType
-from .common import define, tensor_types
+from .common import NOT_YET_ON_ARRAY_API, define, tensor_types
 from .linalg import LinAlgError, compute_dtype, linalg_dtype, matrices, real_dtype, square
 
 __all__ = ["eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals", "qr", "pinv", "expm"]
+
+# LAPACK raises on some matrices (no convergence, NaN entries): vmap never runs a
+# factorization in a lane that did not ask for it (raises_on_values)
+_FACTORIZATION = dict(fresh=True, aliases=False, raises_on_values=True)
 
 
 def _complex_dtype(dtype: DType) -> DType:
@@ -74,7 +78,7 @@ def _eigh(a, lower, driver):
 
 eigh = define(
     "eigh", _eigh_type, _eigh, 1, {"lower": True, "driver": None}, _lower_normalize,
-    fresh=True, aliases=False,
+    **_FACTORIZATION,
     doc="(w, v): the eigenvalues (ascending) and orthonormal eigenvectors (columns) of a "
         "symmetric/Hermitian matrix, of which only the lower (lower=True) or upper triangle "
         "is read (driver None: NumPy's eigh; 'scipy' or a SciPy driver name: SciPy's).")
@@ -89,7 +93,7 @@ def _eigvalsh_type(types, attrs):
 eigvalsh = define(
     "eigvalsh", _eigvalsh_type,
     lambda a, lower, driver: _symmetric_eigen(a, lower, driver, True),
-    1, {"lower": True, "driver": None}, _lower_normalize, fresh=True, aliases=False,
+    1, {"lower": True, "driver": None}, _lower_normalize, **_FACTORIZATION,
     doc="The eigenvalues (ascending) of a symmetric/Hermitian matrix (one triangle read).")
 
 
@@ -108,9 +112,10 @@ def _eig(a):
 
 
 eig = define(
-    "eig", _eig_type, _eig, 1, fresh=True, aliases=False,
+    "eig", _eig_type, _eig, 1, **_FACTORIZATION,
     doc="(w, v): eigenvalues and right eigenvectors (unit columns whose largest component "
-        "is real, as LAPACK geev normalizes them) of a general matrix, as complex arrays.")
+        "is real, as LAPACK geev normalizes them) of a general matrix, as complex arrays.",
+    kernels=NOT_YET_ON_ARRAY_API)
 
 
 def _eigvals_type(types, attrs):
@@ -124,8 +129,9 @@ def _eigvals(a):
     return np.linalg.eigvals(a.astype(compute_dtype(a), copy=False)).astype(dtype, copy=False)
 
 
-eigvals = define("eigvals", _eigvals_type, _eigvals, 1, fresh=True, aliases=False,
-                 doc="The eigenvalues of a general matrix, as a complex array.")
+eigvals = define("eigvals", _eigvals_type, _eigvals, 1, **_FACTORIZATION,
+                 doc="The eigenvalues of a general matrix, as a complex array.",
+                 kernels=NOT_YET_ON_ARRAY_API)
 
 
 # -- singular values ---------------------------------------------------------------------
@@ -160,8 +166,7 @@ def _svd(a, full_matrices):
 
 svd = define(
     "svd", _svd_type, _svd, 1, {"full_matrices": False},
-    lambda types, attrs: {"full_matrices": bool(attrs["full_matrices"])}, fresh=True,
-    aliases=False,
+    lambda types, attrs: {"full_matrices": bool(attrs["full_matrices"])}, **_FACTORIZATION,
     doc="(u, s, vh) with a = u diag(s) vh, singular values descending; u is (m, k) and vh "
         "(k, n) with k = min(m, n), or square with full_matrices=True.")
 
@@ -180,7 +185,7 @@ def _svdvals(a):
     return np.linalg.svd(a, compute_uv=False)
 
 
-svdvals = define("svdvals", _svdvals_type, _svdvals, 1, fresh=True, aliases=False,
+svdvals = define("svdvals", _svdvals_type, _svdvals, 1, **_FACTORIZATION,
                  doc="The singular values of a, descending.")
 
 
@@ -209,7 +214,7 @@ def _qr(a, mode):
 
 
 qr = define(
-    "qr", _qr_type, _qr, 1, {"mode": "reduced"}, _qr_normalize, fresh=True, aliases=False,
+    "qr", _qr_type, _qr, 1, {"mode": "reduced"}, _qr_normalize, **_FACTORIZATION,
     doc="(q, r): a = q r with orthonormal columns q and upper triangular r (Householder, "
         "LAPACK geqrf); mode 'reduced' ((m, k), (k, n), k = min(m, n)) or 'complete'.")
 
@@ -240,9 +245,9 @@ def _pinv(a, rcond, hermitian):
 
 pinv = define(
     "pinv", _pinv_type, _pinv, 1, {"rcond": 1e-15, "hermitian": False}, _pinv_normalize,
-    fresh=True, aliases=False,
+    **_FACTORIZATION,
     doc="The Moore-Penrose pseudo-inverse from the SVD, singular values at most rcond times "
-        "the largest taken as zero.")
+        "the largest taken as zero.", kernels=NOT_YET_ON_ARRAY_API)
 
 
 # -- matrix exponential ------------------------------------------------------------------
@@ -261,6 +266,6 @@ def _expm(a):
     return np.asarray(scipy_expm(a), a.dtype)
 
 
-expm = define("expm", _expm_type, _expm, 1, fresh=True, aliases=False,
+expm = define("expm", _expm_type, _expm, 1, **_FACTORIZATION,
               doc="The matrix exponential (scaling and squaring with a Pade approximant, "
-                  "SciPy's expm).")
+                  "SciPy's expm).", kernels=NOT_YET_ON_ARRAY_API)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import TypeInferenceError
 from ..ir.types import DType, TensorType, TupleType
-from .common import broadcast_shapes, define, promote, tensor_types
+from .common import NOT_YET_ON_ARRAY_API, broadcast_shapes, define, promote, tensor_types
 
 __all__ = ["matmul", "solve", "triangular_solve", "cholesky", "slogdet", "det", "adjugate",
            "LinAlgError"]
@@ -61,7 +61,7 @@ def _matmul_emit(e):
 
 
 matmul = define("matmul", _matmul_type, np.matmul, 2, emit=_matmul_emit, linear="one",
-                fresh=True, aliases=False, namespace=("matmul",))
+                fresh=True, aliases=False, namespace=("matmul",), array_api_name="matmul")
 
 
 # -- shared type-rule helpers ------------------------------------------------------------
@@ -130,9 +130,12 @@ def _solve(a, b):
     return np.linalg.solve(a, b)
 
 
+# singular matrices raise (LinAlgError): raises_on_values
 solve = define("solve", _solve_type, _solve, 2, linear=(1,), fresh=True, aliases=False,
+               raises_on_values=True,
                doc="solve(a, b): x with a @ x = b, for (..., n, n) a and (..., n, k) b "
-                   "(batch axes broadcast); LU with partial pivoting (LAPACK gesv).")
+                   "(batch axes broadcast); LU with partial pivoting (LAPACK gesv).",
+               kernels=NOT_YET_ON_ARRAY_API)
 
 
 # -- triangular solve --------------------------------------------------------------------
@@ -177,11 +180,11 @@ def _triangular_solve(a, b, lower, trans, unit_diagonal):
 triangular_solve = define(
     "triangular_solve", _triangular_type, _triangular_solve, 2,
     {"lower": False, "trans": 0, "unit_diagonal": False}, _triangular_normalize, linear=(1,),
-    fresh=True, aliases=False,
+    fresh=True, aliases=False, raises_on_values=True,
     doc="solve_triangular(a, b, lower=False, trans=0, unit_diagonal=False): x with op(a) x = "
         "b, op(a) = a, a^T (trans 1 or 'T') or a^H (2 or 'C'); only the lower (or upper) "
         "triangle of a is read, and its diagonal is taken as ones with unit_diagonal "
-        "(LAPACK trtrs; batched over leading axes).")
+        "(LAPACK trtrs; batched over leading axes).", kernels=NOT_YET_ON_ARRAY_API)
 
 
 # -- cholesky ----------------------------------------------------------------------------
@@ -197,7 +200,7 @@ def _cholesky(a):
 
 
 cholesky = define(
-    "cholesky", _cholesky_type, _cholesky, 1, fresh=True, aliases=False,
+    "cholesky", _cholesky_type, _cholesky, 1, fresh=True, aliases=False, raises_on_values=True,
     doc="The lower Cholesky factor L (L L^H = a) of a symmetric (Hermitian) positive definite "
         "matrix, of which only the lower triangle is read (NumPy's cholesky).")
 
@@ -274,6 +277,8 @@ def _adjugate(a):
 
 adjugate = define(
     "adjugate", _adjugate_type, _adjugate, 1, fresh=True, aliases=False,
+    raises_on_values=True,  # its SVD
     namespace=("linalg.adjugate",),
     doc="The adjugate (classical adjoint) adj(a) = det(a) a^-1, the transposed cofactor "
-        "matrix, from the SVD (defined and accurate for singular a too).")
+        "matrix, from the SVD (defined and accurate for singular a too).",
+    kernels=NOT_YET_ON_ARRAY_API)

@@ -21,41 +21,51 @@ import numpy as np
 
 from ..ir.types import TensorType
 from . import templates
-from .common import define, tensor_types
+from .common import NoLowering, ScalarForm, define, tensor_types
 from .elementwise import _unary_type, binary, unary
 
 # -- hyperbolic and inverse trigonometric ----------------------------------------------
-sinh = unary("sinh", "float")
-cosh = unary("cosh", "float")
-arcsin = unary("arcsin", "float")
-arccos = unary("arccos", "float")
-arcsinh = unary("arcsinh", "float")
-arccosh = unary("arccosh", "float")
-arctanh = unary("arctanh", "float")
-arctan2 = binary("arctan2", float_result=True)
-hypot = binary("hypot", float_result=True, commutative=True)
+sinh = unary("sinh", "float", array_api_name="sinh")
+cosh = unary("cosh", "float", array_api_name="cosh")
+arcsin = unary("arcsin", "float", array_api_name="asin")
+arccos = unary("arccos", "float", array_api_name="acos")
+arcsinh = unary("arcsinh", "float", array_api_name="asinh")
+arccosh = unary("arccosh", "float", array_api_name="acosh")
+arctanh = unary("arctanh", "float", array_api_name="atanh")
+arctan2 = binary("arctan2", float_result=True, array_api_name="atan2")
+hypot = binary("hypot", float_result=True, commutative=True, array_api_name="hypot")
 
 # -- exponents and logarithms in other bases --------------------------------------------
-log2 = unary("log2", "float")
-log10 = unary("log10", "float")
+log2 = unary("log2", "float", array_api_name="log2")
+log10 = unary("log10", "float", array_api_name="log10")
 exp2 = unary("exp2", "float")
 cbrt = unary("cbrt", "float")
-logaddexp = binary("logaddexp", float_result=True, commutative=True)
+logaddexp = binary("logaddexp", float_result=True, commutative=True, array_api_name="logaddexp")
 logaddexp2 = binary("logaddexp2", float_result=True, commutative=True)
 
 # -- signs, extrema, remainders -----------------------------------------------------------
+# the scalar forms of remainders are for floats: on integers NumPy's loops differ (a zero
+# divisor gives 0, not an error)
 fabs = unary("fabs", "float")
-copysign = binary("copysign", float_result=True)
-heaviside = binary("heaviside", float_result=True)
+copysign = binary("copysign", float_result=True, array_api_name="copysign")
+heaviside = binary("heaviside", float_result=True,  # a numba helper (numba/source.py)
+                   scalar="heaviside({0}, {1}, {zero}, {one})")
 fmax = binary("fmax")
 fmin = binary("fmin")
-remainder = binary("remainder", "number", "%", namespace=("mod", "remainder"))
-fmod = binary("fmod", "number")
+remainder = binary("remainder", "number", "%", namespace=("mod", "remainder"),
+                   array_api_name="remainder",
+                   scalar=ScalarForm("np.remainder({0}, {1})", floats_only=True))
+fmod = binary("fmod", "number", scalar=ScalarForm("np.fmod({0}, {1})", floats_only=True))
 
 # -- piecewise constant: no derivative ----------------------------------------------------
-floor_divide = binary("floor_divide", "number", "//", differentiable=False)
-ceil = unary("ceil", "number", differentiable=False)
-trunc = unary("trunc", "number", differentiable=False)
+floor_divide = binary("floor_divide", "number", "//", differentiable=False,
+                      array_api_name="floor_divide",
+                      scalar=ScalarForm("np.floor_divide({0}, {1})", floats_only=True))
+# of an integer, itself
+ceil = unary("ceil", "number", differentiable=False, array_api_name="ceil",
+             scalar=ScalarForm("np.ceil({0})", ints="{0}"))
+trunc = unary("trunc", "number", differentiable=False, array_api_name="trunc",
+              scalar=ScalarForm("np.trunc({0})", ints="{0}"))
 
 
 def _classify_type(name):
@@ -71,7 +81,8 @@ def _classify(name):
     dead operand: the dtypes differ)."""
     return define(name, _classify_type(name), getattr(np, name), 1,
                   emit=templates.ufunc_unary(name), namespace=(name,), differentiable=False,
-                  elementwise=True, fresh=True, aliases=False)
+                  elementwise=True, fresh=True, aliases=False, operands_in_result_dtype=(),
+                  array_api_name=name, scalar=f"np.{name}({{0}})")
 
 
 isnan = _classify("isnan")
@@ -130,6 +141,9 @@ def _sinc_normalize(types, attrs):
     return {"n": int(n)}
 
 
+_NO_XP_SINC = "the array API has no sinc (Dask runs NumPy's kernel chunk by chunk)"
+
+
 def _sinc_emit(e):
     if e.attrs["n"] != 0 or not e.any_float():
         return None
@@ -138,6 +152,9 @@ def _sinc_emit(e):
 
 sinc = define("sinc", _unary_type("sinc", "float"), _sinc, 1, {"n": 0}, _sinc_normalize,
               emit=_sinc_emit, elementwise=True, fresh=True, aliases=False,
+              scalar=ScalarForm("np.sinc({0})", when={"n": 0},
+                                reason="the derivatives of sinc (n > 0) are series"),
+              kernels={"array_api": NoLowering(_NO_XP_SINC)},
               doc="sin(pi x) / (pi x), 1 at 0; with n > 0 its n-th derivative (what its "
                   "rules apply)")
 

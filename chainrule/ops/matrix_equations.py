@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import DType, TensorType
-from .common import define, tensor_types
+from .common import NOT_YET_ON_ARRAY_API, define, tensor_types
 from .linalg import LinAlgError, batch_of, cast, compute_dtype, linalg_dtype, matrices, square
 from .special import scipy_special
 
@@ -74,7 +74,7 @@ def _sqrtm(a):
 sqrtm = define("sqrtm", _sqrtm_type, _sqrtm, 1,
                doc="sqrtm(A): the principal matrix square root S (S S = A; eigenvalues in "
                    "the right half plane), always complex, as JAX's (SciPy's Schur method).",
-               **_FACTS)
+               **_FACTS, kernels=NOT_YET_ON_ARRAY_API)
 
 
 # -- solve_sylvester ------------------------------------------------------------------------
@@ -122,7 +122,7 @@ def _solve_sylvester(a, b, q):
 solve_sylvester = define(
     "solve_sylvester", _sylvester_type, _solve_sylvester, 3, linear=(2,),
     doc="solve_sylvester(a, b, q): X with a X + X b = q (Bartels-Stewart, SciPy's); unique "
-        "when a and -b share no eigenvalue.", **_FACTS)
+        "when a and -b share no eigenvalue.", **_FACTS, kernels=NOT_YET_ON_ARRAY_API)
 
 
 # -- solve_banded ---------------------------------------------------------------------------
@@ -155,6 +155,6 @@ solve_banded = define(
     "solve_banded", _banded_type, _solve_banded, 2, {"lower": 0, "upper": 0}, linear=(1,),
     doc="solve_banded(ab, b, lower, upper): x with A x = b, A banded with ``lower`` "
         "sub- and ``upper`` super-diagonals, given as ab[upper + i - j, j] = A[i, j] "
-        "(LAPACK gbsv).", **_FACTS)
+        "(LAPACK gbsv).", **_FACTS, kernels=NOT_YET_ON_ARRAY_API)
 
 __all__ = ["sqrtm", "solve_sylvester", "solve_banded"]

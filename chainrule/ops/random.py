@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import TypeInferenceError
 from ..ir.op import REQUIRED
 from ..ir.types import DType, TensorType
-from .common import check_shape, define, tensor_types
+from .common import NoLowering, check_shape, define, tensor_types
 
 __all__ = ["random_draw", "random_bits", "random_split", "random_fold_in", "random_normal",
            "random_uniform"]
@@ -54,12 +54,17 @@ def _draw_kernel(method, shape, dtype, source, params):
     return np.asarray(out).astype(dtype.numpy, copy=False).reshape(shape)
 
 
+# the numbers are NumPy's generator's (the same on every backend): no kernel off NumPy
+_FROM_NUMPYS_GENERATOR = {"array_api": NoLowering(
+    "its numbers come from NumPy's random generator (the same ones on every backend)")}
+
 random_draw = define(
     "random_draw", lambda types, attrs: TensorType(attrs["shape"], attrs["dtype"]),
     _draw_kernel, 0, {"method": REQUIRED, "shape": REQUIRED, "dtype": REQUIRED,
                       "source": REQUIRED, "params": ()},
     _draw_normalize, differentiable=False, fresh=True, aliases=False, effects=True,
-    doc="A draw from a user's NumPy generator, made again at every run")
+    doc="A draw from a user's NumPy generator, made again at every run",
+    kernels=_FROM_NUMPYS_GENERATOR)
 
 
 # -- keys ----------------------------------------------------------------------------------
@@ -94,7 +99,8 @@ def _keyed(name, stream, make, dtype_default, kinds):
 
     return define(name, lambda types, attrs: TensorType(attrs["shape"], attrs["dtype"]),
                   kernel, 1, {"shape": REQUIRED, "dtype": None}, normalize,
-                  differentiable=False, fresh=True, aliases=False)
+                  differentiable=False, fresh=True, aliases=False,
+                  kernels=_FROM_NUMPYS_GENERATOR)
 
 
 random_bits = _keyed("random_bits", 0,
@@ -122,7 +128,8 @@ def _split_kernel(key, num):
 
 random_split = define(
     "random_split", lambda types, attrs: TensorType((attrs["num"], 2), "u32"), _split_kernel,
-    1, {"num": 2}, _split_normalize, differentiable=False, fresh=True, aliases=False)
+    1, {"num": 2}, _split_normalize, differentiable=False, fresh=True, aliases=False,
+    kernels=_FROM_NUMPYS_GENERATOR)
 
 
 def _fold_normalize(types, attrs):
@@ -142,4 +149,5 @@ def _fold_kernel(key, data):
 
 random_fold_in = define(
     "random_fold_in", lambda types, attrs: TensorType((2,), "u32"), _fold_kernel, 1,
-    {"data": REQUIRED}, _fold_normalize, differentiable=False, fresh=True, aliases=False)
+    {"data": REQUIRED}, _fold_normalize, differentiable=False, fresh=True, aliases=False,
+    kernels=_FROM_NUMPYS_GENERATOR)

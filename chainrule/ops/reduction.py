@@ -23,10 +23,17 @@ import numpy as np
 
 from ..errors import TypeInferenceError
 from ..ir.indexing import Slice
-from ..ir.op import REQUIRED, is_dispatched
+from ..ir.op import REDUCTIONS, REQUIRED, is_dispatched
 from ..ir.types import DType, TensorType
 from . import templates
-from .common import define, normalize_axes, normalize_axis, promote, tensor_types
+from .common import (
+    NOT_YET_ON_ARRAY_API,
+    define,
+    normalize_axes,
+    normalize_axis,
+    promote,
+    tensor_types,
+)
 from .indexing import index, index_add
 from .shape import broadcast_to, zeros, zeros_like
 
@@ -82,7 +89,10 @@ def _reduce_type(name, how):
 
 def _reduce(name, how, kernel, emit=None, names=(), **facts):
     # the namespace functions (NumPy's signature: dtype, initial, where) are written in
-    # chainrule/numpy/_reduce_api.py; ``names`` are the NumPy aliases it also provides
+    # chainrule/numpy/_reduce_api.py; ``names`` are the NumPy aliases it also provides.
+    # The reduction fact names how elements combine (fusion and loop kernels accumulate
+    # it); any and all have none of those ways (logical and/or): they stay unfused
+    facts.setdefault("reduction", how if how in REDUCTIONS else None)
     return define(name, _reduce_type(name, how), kernel, 1,
                   {"axis": None, "keepdims": False}, _reduce_normalize(name),
                   emit=emit or templates.method_reduction(name), aliases=False,
@@ -236,7 +246,7 @@ correlate_valid = define(
         "window of x with w's shape, no padding, no conjugation), both of rank n and x at "
         "least as large as w in every dimension. Convolutions and correlations of every mode "
         "are this op on a zero-padded window of x (``window``); its derivatives are "
-        "correlations again.")
+        "correlations again.", kernels=NOT_YET_ON_ARRAY_API)
 
 
 def window(x, lo, hi):

@@ -220,7 +220,8 @@ def _broadcast_to_emit(e):
 broadcast_to = define("broadcast_to", _broadcast_to_type,
                       lambda x, shape: np.broadcast_to(x, shape), 1,
                       {"shape": REQUIRED}, _shape_normalize("broadcast_to"), linear=(0,),
-                      emit=_broadcast_to_emit, namespace=("broadcast_to",))
+                      emit=_broadcast_to_emit, namespace=("broadcast_to",), broadcast=True,
+                      scalar="{0}")  # one element: the operand's at the broadcast index
 
 
 def _collapse_type(types, attrs):

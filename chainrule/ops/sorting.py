@@ -22,7 +22,7 @@ from ..errors import TypeInferenceError
 from ..ir.op import REQUIRED
 from ..ir.types import TensorType
 from . import templates
-from .common import define, normalize_axis, tensor_types
+from .common import NOT_YET_ON_ARRAY_API, define, normalize_axis, tensor_types
 
 __all__ = ["argpartition", "argsort", "searchsorted", "sort"]
 
@@ -105,7 +105,8 @@ argpartition = define(
     1, {"kth": REQUIRED, "axis": REQUIRED}, _axis_normalize("argpartition"),
     differentiable=False, fresh=True, aliases=False, emit=_argpartition_emit,
     doc="NumPy's argpartition (introselect): the indices that put the kth element where "
-        "sorting would, the smaller ones before it and the larger ones after, as int64.")
+        "sorting would, the smaller ones before it and the larger ones after, as int64.",
+    kernels=NOT_YET_ON_ARRAY_API)
 
 
 def _searchsorted_normalize(types, attrs):
@@ -130,4 +131,5 @@ searchsorted = define(
     lambda a, v, side: np.asarray(np.searchsorted(a, v, side=side), dtype=np.int64),
     2, {"side": "left"}, _searchsorted_normalize, differentiable=False, aliases=False,
     emit=_searchsorted_emit,
-    doc="Where v's elements go in the sorted 1-D array a to keep it sorted (int64).")
+    doc="Where v's elements go in the sorted 1-D array a to keep it sorted (int64).",
+    kernels=NOT_YET_ON_ARRAY_API)

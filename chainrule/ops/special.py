@@ -24,7 +24,15 @@ import numpy as np
 
 from ..errors import ChainruleError, TypeInferenceError
 from ..ir.types import DType, TensorType
-from .common import broadcast_shapes, define, fmt, promote, tensor_types
+from .common import (
+    NOT_YET_ON_ARRAY_API,
+    NoLowering,
+    broadcast_shapes,
+    define,
+    fmt,
+    promote,
+    tensor_types,
+)
 
 _SPECIAL = None
 
@@ -83,32 +91,32 @@ def _scipy_kernel(function: str, holomorphic=False):
     return kernel
 
 
-_FACTS = dict(elementwise=True, fresh=True, aliases=False)
+_NO_XP = NoLowering("the array API has no special functions (PyTorch has torch.special's "
+                    "where declared; Dask runs SciPy's kernel chunk by chunk)")
+_FACTS = dict(elementwise=True, fresh=True, aliases=False,
+              scalar=NoLowering("a SciPy special function with no scalar form numba compiles"),
+              kernels={"array_api": _NO_XP})
 
 
 def _special(name: str, nargs: int = 1, function: str | None = None, kernel=None,
-             namespace: str | None = None, doc="", holomorphic=False):
+             namespace: str | None = None, doc="", holomorphic=False, torch: str = "",
+             scalar=None):
     """An op ``name`` computing scipy.special.<function> (default: the name), public as
     chainrule.scipy.special.<namespace> (default: the name). Ops whose SciPy names are
     likely variable names (i0, gamma, beta: the text format refuses variables named like
-    ops) take longer op names. On PyTorch tensors the torch.special function of
-    ``_TORCH_SPECIAL`` computes it (the array API has no special functions). A
-    ``holomorphic`` function also takes complex operands (SciPy's complex loop)."""
+    ops) take longer op names. On PyTorch tensors ``torch.special.<torch>`` computes it
+    where PyTorch has it (the array API has no special functions); ``scalar`` is its form
+    on one element where numba can compile one. A ``holomorphic`` function also takes
+    complex operands (SciPy's complex loop)."""
     kernel = kernel or _scipy_kernel(function or name, holomorphic)
-    torch_name = _TORCH_SPECIAL.get(name)
-    kernels = {"torch": _torch_kernel(torch_name, kernel if holomorphic else None)} if (
-        torch_name) else {}
+    facts = dict(_FACTS)
+    if torch:
+        facts["kernels"] = {**_FACTS["kernels"],
+                            "torch": _torch_kernel(torch, kernel if holomorphic else None)}
+    if scalar is not None:
+        facts["scalar"] = scalar
     return define(name, _float_type(name, holomorphic), kernel, nargs,
-                  namespace=(f"scipy.special.{namespace or name}",), doc=doc,
-                  kernels=kernels, **_FACTS)
-
-
-# op -> its torch.special function (the ops PyTorch has)
-_TORCH_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "erfcx": "erfcx",
-                  "ndtr": "ndtr", "log_ndtr": "log_ndtr", "gammaln": "gammaln",
-                  "digamma": "digamma", "bessel_i0": "i0",
-                  "bessel_i1": "i1", "bessel_i0e": "i0e", "bessel_i1e": "i1e",
-                  "xlogy": "xlogy", "xlog1py": "xlog1py"}
+                  namespace=(f"scipy.special.{namespace or name}",), doc=doc, **facts)
 
 
 def _torch_kernel(function: str, complex_kernel=None):
@@ -134,21 +142,26 @@ def _torch_kernel(function: str, complex_kernel=None):
 
 # -- error functions and the normal distribution --------------------------------------
 erf = _special("erf", doc="The error function 2/sqrt(pi) int_0^x exp(-t^2) dt (also of "
-                           "complex x: entire).", holomorphic=True)
+                           "complex x: entire).", holomorphic=True, torch="erf",
+               scalar="math.erf({0})")
 erfc = _special("erfc", doc="1 - erf(x), accurate for large x (also of complex x).",
-                holomorphic=True)
-erfinv = _special("erfinv", doc="The inverse of erf on (-1, 1).")
-erfcx = _special("erfcx", doc="The scaled complementary error function exp(x^2) erfc(x).")
-ndtr = _special("ndtr", doc="The standard normal cdf.")
-log_ndtr = _special("log_ndtr", doc="log of the standard normal cdf, accurate for x << 0.")
+                holomorphic=True, torch="erfc", scalar="math.erfc({0})")
+erfinv = _special("erfinv", doc="The inverse of erf on (-1, 1).", torch="erfinv")
+erfcx = _special("erfcx", doc="The scaled complementary error function exp(x^2) erfc(x).",
+                 torch="erfcx")
+ndtr = _special("ndtr", doc="The standard normal cdf.", torch="ndtr",
+                scalar="0.5 * math.erfc(-{0} * 0.7071067811865476)")  # erfc(-x / sqrt 2) / 2
+log_ndtr = _special("log_ndtr", doc="log of the standard normal cdf, accurate for x << 0.",
+                    torch="log_ndtr")
 
 # -- gamma family --------------------------------------------------------------------
-gammaln = _special("gammaln", doc="log |Gamma(x)|.")
-digamma = _special("digamma", function="psi", doc="psi(x) = d/dx log Gamma(x).")
+gammaln = _special("gammaln", doc="log |Gamma(x)|.", torch="gammaln", scalar="math.lgamma({0})")
+digamma = _special("digamma", function="psi", doc="psi(x) = d/dx log Gamma(x).",
+                   torch="digamma")
 polygamma = _special("polygamma", 2,
                      doc="polygamma(n, x): the n-th derivative of digamma (n an integer).")
 gamma_function = _special("gamma_function", function="gamma", namespace="gamma",
-                          doc="The gamma function.")
+                          doc="The gamma function.", scalar="math.gamma({0})")
 beta_function = _special("beta_function", 2, function="beta", namespace="beta",
                          doc="Gamma(a) Gamma(b) / Gamma(a + b).")
 betaln = _special("betaln", 2, doc="log |beta(a, b)|.")
@@ -160,12 +173,14 @@ betainc = _special("betainc", 3, doc="The regularized incomplete beta function I
 stdtr = _special("stdtr", 2, doc="stdtr(df, t): the cdf of Student's t distribution.")
 
 # -- Bessel functions ----------------------------------------------------------------
-bessel_i0 = _special("bessel_i0", function="i0", namespace="i0",
+bessel_i0 = _special("bessel_i0", function="i0", namespace="i0", torch="i0",
                      doc="The modified Bessel function of the first kind of order 0.")
-bessel_i1 = _special("bessel_i1", function="i1", namespace="i1",
+bessel_i1 = _special("bessel_i1", function="i1", namespace="i1", torch="i1",
                      doc="The modified Bessel function of the first kind of order 1.")
-bessel_i0e = _special("bessel_i0e", function="i0e", namespace="i0e", doc="exp(-|x|) i0(x).")
-bessel_i1e = _special("bessel_i1e", function="i1e", namespace="i1e", doc="exp(-|x|) i1(x).")
+bessel_i0e = _special("bessel_i0e", function="i0e", namespace="i0e", torch="i0e",
+                      doc="exp(-|x|) i0(x).")
+bessel_i1e = _special("bessel_i1e", function="i1e", namespace="i1e", torch="i1e",
+                      doc="exp(-|x|) i1(x).")
 bessel_iv = _special("bessel_iv", 2, function="iv", namespace="iv",
                      doc="iv(v, x): the modified Bessel function of the first kind of real "
                          "order v.")
@@ -185,9 +200,12 @@ def _x_times(log_fn):
     return kernel
 
 
-xlogy = _special("xlogy", 2, kernel=_x_times(np.log),
+# scalar forms: numba helpers (backend/numba/source.py), a branch on x == 0
+xlogy = _special("xlogy", 2, kernel=_x_times(np.log), torch="xlogy",
+                 scalar="xlogy({0}, {1}, {zero})",
                  doc="x log(y), and 0 where x = 0 (unless y is NaN).")
-xlog1py = _special("xlog1py", 2, kernel=_x_times(np.log1p),
+xlog1py = _special("xlog1py", 2, kernel=_x_times(np.log1p), torch="xlog1py",
+                   scalar="xlog1py({0}, {1}, {zero})",
                    doc="x log(1 + y), and 0 where x = 0 (unless y is NaN).")
 
 
@@ -228,10 +246,14 @@ def _mvn_logdet(a):
 
 
 mvn_solve = define("mvn_solve", _mvn_solve_type, _mvn_solve, 2, fresh=True, aliases=False,
-                   doc="mvn_solve(a, b): each row of b solved against a, (a^-1 b^T)^T.")
+                   raises_on_values=True,
+                   doc="mvn_solve(a, b): each row of b solved against a, (a^-1 b^T)^T.",
+                   kernels=NOT_YET_ON_ARRAY_API)
 mvn_logdet = define("mvn_logdet", _mvn_logdet_type, _mvn_logdet, 1, fresh=True,
+                    raises_on_values=True,
                     aliases=False, doc="log det (a + a^T) / 2, which must be positive "
-                                       "definite (from its Cholesky factor).")
+                                       "definite (from its Cholesky factor).",
+                    kernels=NOT_YET_ON_ARRAY_API)
 
 __all__ = [
     "erf", "erfc", "erfinv", "erfcx", "ndtr", "log_ndtr", "gammaln", "digamma", "polygamma",

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import InterpretError, TypeInferenceError
 from ..ir.op import REQUIRED, Op
 from ..ir.types import DType, ListType, TensorType, TupleType, Type
-from .common import define
+from .common import NOT_YET_ON_ARRAY_API, define
 
 
 class StackCell(tuple):
@@ -178,23 +178,39 @@ def _push_type(types, attrs):
     return s
 
 
-def _op(name, infer, kernel, nargs, attrs=None, normalize=None, linear=None) -> Op:
-    return define(name, infer, kernel, nargs, attrs, normalize, internal=True, linear=linear)
+def _op(name, infer, kernel, nargs, attrs=None, normalize=None, linear=None,
+        any_namespace=False, **facts) -> Op:
+    """A stack op; ``any_namespace``: its kernel moves Python objects only (cells,
+    counts, an array it allocates lazily), so it runs as it is on every array namespace."""
+    if any_namespace:
+        facts["kernels"] = {"array_api": _on_any_namespace(kernel)}
+    return define(name, infer, kernel, nargs, attrs, normalize, internal=True, linear=linear,
+                  **facts)
 
 
+def _on_any_namespace(kernel):
+    def namespace_kernel(ctx, *values, **attrs):
+        return kernel(*values, **attrs)
+
+    return namespace_kernel
+
+
+# a lane of vmap that did not push must not pop: the stack ops run only in the lanes that
+# asked for them (raises_on_values)
+_LANE_BOUND = dict(any_namespace=True, raises_on_values=True)
 STACK_EMPTY = _op("stack_empty", lambda types, attrs: ListType(attrs["elem"]),
-                  lambda elem: None, 0, {"elem": REQUIRED}, _empty_normalize)
+                  lambda elem: None, 0, {"elem": REQUIRED}, _empty_normalize, **_LANE_BOUND)
 # push and pop are linear (a stack of tangents is a tuple of them): transpose reads their
 # VJP rules (rules/stack.py), so linearize + transpose goes through loops' gradients
-STACK_PUSH = _op("stack_push", _push_type, _push, 2, linear="all")
+STACK_PUSH = _op("stack_push", _push_type, _push, 2, linear="all", **_LANE_BOUND)
 STACK_POP = _op(
     "stack_pop",
     lambda types, attrs: TupleType([_stack("stack_pop", types[0]).elem, types[0]]),
-    _pop, 1, linear="all")
+    _pop, 1, linear="all", **_LANE_BOUND)
 STACK_NONEMPTY = _op(
     "stack_nonempty",
     lambda types, attrs: (_stack("stack_nonempty", types[0]), TensorType((), "bool"))[1],
-    lambda s: np.bool_(not is_empty(s)), 1)
+    lambda s: np.bool_(not is_empty(s)), 1, **_LANE_BOUND)
 
 
 def _alloc_type(types, attrs):
@@ -211,7 +227,7 @@ def _alloc_type(types, attrs):
 # the stack (the residual it holds) so that no pass merges two allocations: two stacks
 # on one buffer would both be correct, but the second would go on linked cells
 STACK_ALLOC = _op("stack_alloc", _alloc_type, _alloc, 1, {"elem": REQUIRED, "slot": REQUIRED},
-                  _empty_normalize)
+                  _empty_normalize, any_namespace=True)
 
 
 
@@ -278,8 +294,9 @@ def _pop_or_zero_type(types, attrs):
 
 
 STACK_POP_OR_ZERO = _op("stack_pop_or_zero", _pop_or_zero_type, _pop_or_zero, 1,
-                        {"elem": REQUIRED}, _empty_normalize, linear="all")
-STACK_ADD = _op("stack_add", _add_type, add_stacks, 2, linear="all")
+                        {"elem": REQUIRED}, _empty_normalize, linear="all",
+                        kernels=NOT_YET_ON_ARRAY_API)
+STACK_ADD = _op("stack_add", _add_type, add_stacks, 2, linear="all", kernels=NOT_YET_ON_ARRAY_API)
 
 STACK_OPS = (STACK_EMPTY, STACK_PUSH, STACK_POP, STACK_NONEMPTY, STACK_POP_OR_ZERO, STACK_ADD,
              STACK_ALLOC)

@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import TypeInferenceError
 from ..ir.op import REQUIRED
 from ..ir.types import TensorType
-from .common import define
+from .common import NOT_YET_ON_ARRAY_API, define
 
 
 def repetitions(steps: int, snapshots: int) -> int:
@@ -83,7 +83,7 @@ REVOLVE_NEXT = define(
     "revolve_next", _next_type, _next_kernel, 3, differentiable=False, internal=True,
     doc="revolve_next(pos, last, free): where to keep the next snapshot of a loop's carry "
         "when the snapshot on top is at iteration pos, iteration last must be reached and "
-        "free snapshots are left (last + 1: none)")
+        "free snapshots are left (last + 1: none)", kernels=NOT_YET_ON_ARRAY_API)
 
 
 def _marker_type(types, attrs):
@@ -108,4 +108,4 @@ LOOP_CHECKPOINT = define(
     doc="loop_checkpoint(init, trips, snapshots=k) is init; it marks the loop that starts "
         "from it: reverse mode keeps at most k snapshots of the carry (binomial "
         "checkpointing) instead of every iteration's residuals. trips is the trip count "
-        "when known before the loop runs, else -1")
+        "when known before the loop runs, else -1", kernels=NOT_YET_ON_ARRAY_API)

@@ -36,7 +36,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import ops
-from ..ir.op import OPS, Op
+from ..errors import ChainruleError
+from ..ir.op import Op
 
 BATCH: dict[Op, Callable] = {}
 # ops batched by the loop over lanes on purpose, with the reason (the registry test
@@ -49,20 +50,16 @@ class CannotBatch(Exception):  # noqa: N818 - a signal between a rule and the pa
     emits a loop over the lanes instead. Never seen by users."""
 
 
-# rules of ops declared in layers above this one (the solvers' run-time check), by name
-BATCH_BY_NAME: dict[str, Callable] = {}
-
-
-def batching_rule(*targets):
-    """Decorator: the batching rule of the ops ``targets`` (Op objects; or names, for
-    ops declared above the rules' layer, which cannot be imported here)."""
+def batching_rule(*targets: Op):
+    """Decorator: the batching rule of the ops ``targets`` (an op declared in a layer
+    above this one registers its rule there: the solvers' run-time check)."""
+    for op in targets:
+        if not isinstance(op, Op):
+            raise ChainruleError(f"batching_rule takes ops (keys of BATCH), not {op!r}")
 
     def deco(fn):
         for op in targets:
-            if isinstance(op, str):
-                BATCH_BY_NAME[op] = fn
-            else:
-                BATCH[op] = fn
+            BATCH[op] = fn
         return fn
 
     return deco
@@ -77,15 +74,10 @@ def batched_by_lanes(op: Op, reason: str) -> None:
 def batching_rule_of(op: Op) -> Callable | None:
     """The rule that batches ``op``: its entry in ``BATCH``, else the elementwise
     rule for an op declared ``elementwise``, else None (the pass loops over lanes)."""
-    rule = BATCH.get(op) or BATCH_BY_NAME.get(op.name)
+    rule = BATCH.get(op)
     if rule is None and op.elementwise:
         return elementwise_batch
     return rule
-
-
-def ops_named(*names) -> list[Op]:
-    """The registered ops among ``names`` (families other modules are still growing)."""
-    return [OPS[n] for n in names if n in OPS]
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -188,21 +180,21 @@ def cumsum_batch(ctx, args, batched, axis, reverse):
     return ctx.op(x, axis=axis + 1, reverse=reverse), True
 
 
-@batching_rule(*ops_named("sort", "argsort"))
+@batching_rule(ops.sort, ops.argsort)
 def sort_batch(ctx, args, batched, axis):
     """Sort each lane along its axis."""
     (x,) = args
     return ctx.op(x, axis=axis + 1), True
 
 
-@batching_rule(*ops_named("argpartition"))
+@batching_rule(ops.argpartition)
 def argpartition_batch(ctx, args, batched, kth, axis):
     """Partition each lane along its axis."""
     (x,) = args
     return ctx.op(x, kth=kth, axis=axis + 1), True
 
 
-@batching_rule(*ops_named("searchsorted"))
+@batching_rule(ops.searchsorted)
 def searchsorted_batch(ctx, args, batched, side):
     """Batched values, one sorted array: the values' lanes are just more values. A
     batched sorted array (one per lane) is left to the loop over lanes."""
@@ -287,21 +279,21 @@ def correlate_valid_batch(ctx, args, batched):
     return ops.reduction.correlate_valid(x, ops.expand_dims(w, axis=0)), True
 
 
-@batching_rule(*ops_named("fft"))
+@batching_rule(ops.fft.fft)
 def fft_batch(ctx, args, batched, axes, inverse, norm):
     """Transform each lane over its axes."""
     (x,) = args
     return ctx.op(x, axes=tuple(a + 1 for a in axes), inverse=inverse, norm=norm), True
 
 
-@batching_rule(*ops_named("rfft"))
+@batching_rule(ops.fft.rfft)
 def rfft_batch(ctx, args, batched, axis, norm):
     """Transform each lane along its axis."""
     (x,) = args
     return ctx.op(x, axis=axis + 1, norm=norm), True
 
 
-@batching_rule(*ops_named("irfft"))
+@batching_rule(ops.fft.irfft)
 def irfft_batch(ctx, args, batched, n, axis, norm):
     """Transform each lane along its axis."""
     (x,) = args
@@ -320,19 +312,9 @@ def random_draw_batch(ctx, args, batched, method, shape, dtype, source, params):
 # The keyed draws are pure functions of one key: with an unbatched key every lane gets the
 # same numbers, as in JAX, without a rule (the binding is copied); a key per lane runs each
 # lane's draw on its own key.
-for _name in ("random_bits", "random_normal", "random_uniform", "random_split",
-              "random_fold_in"):
-    if _name in OPS:
-        batched_by_lanes(OPS[_name], "a key per lane: each lane draws from its own key")
-
-
-@batching_rule("solver_check")
-def solver_check_batch(ctx, args, batched, message):
-    """A run-time check (an effect, so the pass asks even when nothing is batched): no
-    batched operand, one check for every lane; else each lane checks its own values."""
-    if any(batched):
-        raise CannotBatch("solver_check: values per lane")
-    return ctx.emit(ctx.op, *args, message=message), False
+for _op in (ops.random_bits, ops.random_normal, ops.random_uniform, ops.random_split,
+            ops.random_fold_in):
+    batched_by_lanes(_op, "a key per lane: each lane draws from its own key")
 
 
 # -- the stacks of reverse-mode loops ---------------------------------------------------------
@@ -385,7 +367,7 @@ def stack_add_batch(ctx, args, batched):
     return ops.stack.STACK_ADD(a, b), True
 
 
-@batching_rule(*ops_named("loop_checkpoint"))
+@batching_rule(ops.stack_schedule.LOOP_CHECKPOINT)
 def loop_checkpoint_batch(ctx, args, batched, snapshots):
     """The marker of a checkpointed loop is its carry's initial value: as batched as that
     value. A trip count per lane is left to the loop over lanes."""
@@ -395,8 +377,8 @@ def loop_checkpoint_batch(ctx, args, batched, snapshots):
     return ctx.emit(ctx.op, x, trips, snapshots=snapshots), batched[0]
 
 
-for _op in ops_named("revolve_next"):
-    batched_by_lanes(_op, "a checkpoint schedule: integer scalars, one schedule per lane")
+batched_by_lanes(ops.stack_schedule.REVOLVE_NEXT,
+                 "a checkpoint schedule: integer scalars, one schedule per lane")
 
 
 @batching_rule(ops.stack.STACK_NONEMPTY)

@@ -7,7 +7,7 @@ unbatched operand with fewer stack axes still broadcasts against each lane.
 from __future__ import annotations
 
 from .. import ops
-from .batching import CannotBatch, align, batched_by_lanes, batching_rule, lane_ndim, ops_named
+from .batching import CannotBatch, align, batched_by_lanes, batching_rule, lane_ndim
 
 
 @batching_rule(ops.matmul)
@@ -58,7 +58,7 @@ def _rows_times(a, b):
     return ops.reshape(ops.matmul(rows, b), (*a.shape[:-1], b.shape[-1]))
 
 
-@batching_rule(*ops_named("solve", "triangular_solve"))
+@batching_rule(ops.solve, ops.triangular_solve)
 def stacked_pair_batch(ctx, args, batched, **attrs):
     """Two stacks of matrices: align the batched operands' stack axes, then the op
     broadcasts each lane's stacks as it would alone."""
@@ -67,9 +67,8 @@ def stacked_pair_batch(ctx, args, batched, **attrs):
     return ctx.op(align(a, batched[0], rank), align(b, batched[1], rank), **attrs), True
 
 
-@batching_rule(*ops_named("cholesky", "slogdet", "det", "adjugate", "eigh", "eigvalsh", "eig",
-                          "eigvals", "svd", "svdvals", "qr", "pinv", "expm", "inv",
-                          "matrix_power"))
+@batching_rule(ops.cholesky, ops.slogdet, ops.det, ops.adjugate, ops.eigh, ops.eigvalsh, ops.eig,
+               ops.eigvals, ops.svd, ops.svdvals, ops.qr, ops.pinv, ops.expm)
 def stacked_batch(ctx, args, batched, **attrs):
     """One stack of matrices: the batch axis is one more stack axis."""
     out = ctx.op(*args, **attrs)
@@ -78,7 +77,7 @@ def stacked_batch(ctx, args, batched, **attrs):
     return out, True
 
 
-@batching_rule(*ops_named("mvn_solve"))
+@batching_rule(ops.mvn_solve)
 def mvn_solve_batch(ctx, args, batched):
     """Rows of b solved against one matrix a: the lanes' rows are more rows. A matrix
     per lane is left to the loop over lanes."""
@@ -90,5 +89,5 @@ def mvn_solve_batch(ctx, args, batched):
     return ops.reshape(ops.mvn_solve(a, rows), (ctx.size, n, d)), True
 
 
-for _op in ops_named("mvn_logdet"):
-    batched_by_lanes(_op, "one covariance matrix per call (its error is about that matrix)")
+batched_by_lanes(ops.mvn_logdet,
+                 "one covariance matrix per call (its error is about that matrix)")

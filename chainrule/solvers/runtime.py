@@ -44,6 +44,7 @@ from ..ir.nodes import Module, Tuple, Var
 from ..ir.op import REQUIRED, is_dispatched
 from ..ir.types import DType, TensorType, TupleType
 from ..ops.common import define
+from ..rules.batching import CannotBatch, batching_rule
 from ..tape.tensor import Tensor, no_grad
 from ..tree import flatten, unflatten
 
@@ -78,6 +79,15 @@ solver_check = define(
     "solver_check", _check_type, _check_kernel, None, {"message": REQUIRED},
     differentiable=False, effects=True, fresh=True, aliases=False,
     doc="raises SolverError(message.format(*values)) when ok is false, at run time")
+
+
+@batching_rule(solver_check)
+def solver_check_batch(ctx, args, batched, message):
+    """A run-time check (an effect, so vmap asks even when nothing is batched): no
+    batched operand, one check for every lane; else each lane checks its own values."""
+    if any(batched):
+        raise CannotBatch("solver_check: values per lane")
+    return ctx.emit(ctx.op, *args, message=message), False
 
 
 def check(ok, *values, message: str) -> None:

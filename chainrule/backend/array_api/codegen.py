@@ -15,29 +15,28 @@ import keyword
 
 import numpy as np
 
-from ... import ops
 from ...errors import BackendError, InterpretError
 from ...ir.nodes import Constant, Module, Var
-from ...ir.op import Op
+from ...ir.op import NoLowering, Op
 from ...ir.types import TensorType
 from ...ops.templates import literal
 from ..codegen import generate as codegen
 from ..execution import kernel_error
-from .kernels import ELEMENTWISE, GENERIC, KEEP_OPERAND_DTYPE, KernelContext
-from .own_kernels import BY_NAMESPACE, NAMESPACE_FREE, dask_whole_array, whole_array_kernel
+from .kernels import GENERIC, KernelContext
+from .own_kernels import BY_NAMESPACE, dask_whole_array, whole_array_kernel
 
 
 def resolve_kernel(op: Op, ns_name: str):
     """The kernel ``kernel(ctx, *arrays, **attrs)`` computing ``op`` on namespace
-    ``ns_name``, or None: the op's own kernel for that namespace, then its array API
-    kernel, then the generic one."""
-    own = getattr(op, "kernels", None) or {}
-    fn = (own.get(ns_name) or BY_NAMESPACE.get(ns_name, {}).get(op.name)
-          or own.get("array_api") or GENERIC.get(op.name))
-    if fn is None and op.name in NAMESPACE_FREE:
-        kernel = op.kernel
-        return lambda ctx, *a, **k: kernel(*a, **k)
-    return fn
+    ``ns_name``, or None: the op's own kernel for that namespace, then this backend's for
+    it, then the op's array API kernel, then the generic one (a ``NoLowering`` the op
+    declares counts as none)."""
+    own = op.kernels
+    for fn in (own.get(ns_name), BY_NAMESPACE.get(ns_name, {}).get(op),
+               own.get("array_api"), GENERIC.get(op)):
+        if fn is not None and type(fn) is not NoLowering:
+            return fn
+    return None
 
 
 class _NamespaceCodegen(codegen._ModuleCodegen):
@@ -60,9 +59,8 @@ class _NamespaceCodegen(codegen._ModuleCodegen):
         op = v.callee
         target = self.name(b.var)
         args = [self.atom(a, plan.inline) for a in v.args]
-        fn_name = ELEMENTWISE.get(op.name)
-        own = getattr(op, "kernels", None) or {}
-        if fn_name is not None and not own.get(self.namespace.name):
+        fn_name = op.array_api_name
+        if fn_name is not None and self.namespace.name not in op.kernels:
             args = self._cast_operands(op, v.args, args, b.var.type)
             res = f"xp.{fn_name}({', '.join(args)})"
         else:
@@ -85,23 +83,21 @@ class _NamespaceCodegen(codegen._ModuleCodegen):
 
     def _cast_operands(self, op: Op, atoms, texts, result_type) -> list:
         """Operands cast where the IR's dtype (NumPy's promotion) could differ from the
-        library's own (a 0-d float64 operand does not promote float32 on PyTorch)."""
-        if op.name in KEEP_OPERAND_DTYPE or not isinstance(result_type, TensorType):
-            if op.name == "where" and len(atoms) == 3:
-                return texts[:1] + self._cast_operands(
-                    ops.add, atoms[1:], texts[1:], result_type)
+        library's own (a 0-d float64 operand does not promote float32 on PyTorch): to the
+        result dtype where the op computes in it (``operands_in_result_dtype``), the
+        others to their common dtype (a comparison's operands)."""
+        if not isinstance(result_type, TensorType):
             return texts
         dtypes = [a.type.dtype.numpy if isinstance(a.type, TensorType) else None
                   for a in atoms]
         if None in dtypes:
             return texts
-        want = result_type.dtype.numpy
-        if want == np.bool_:
-            want = np.result_type(*dtypes)
-        if op.name == "matmul":
-            want = np.result_type(*dtypes)
+        in_result = op.converted_operands(len(atoms))
+        others = [dt for k, dt in enumerate(dtypes) if k not in in_result]
+        common = np.result_type(*others) if others else None
         out = []
-        for text, dt in zip(texts, dtypes):
+        for k, (text, dt) in enumerate(zip(texts, dtypes)):
+            want = result_type.dtype.numpy if k in in_result else common
             if dt != want:
                 dname = self.intern(("dt", want.str), self.ctx.dtype(want), f"_{want.name}")
                 text = f"xp.astype({text}, {dname})"

@@ -3,22 +3,26 @@ computes an op on PyTorch, CuPy, Dask (and NumPy through ``array_api_compat``).
 
 Each kernel is ``kernel(ctx, *arrays, **attrs)`` with ``ctx`` a :class:`KernelContext`
 (the namespace ``ctx.xp``, the device of the call's arrays, dtype conversion). An op
-whose computation the standard spells directly under another name (``arccos`` ->
-``acos``) is in :data:`ELEMENTWISE` and is written ``xp.acos(x)`` in the source; the
-others are in :data:`GENERIC`. An op may also declare kernels of its own for one
-namespace (``define(..., kernels={"torch": ...})``): they win over these. An op in
-neither place has no kernel on that namespace: compiling it there is an error naming
-the op and the backend (``chainrule.backend.array_api.namespaces``).
+whose computation the standard spells declares the function's name
+(``array_api_name="acos"`` for ``arccos``) and is written ``xp.acos(x)`` in the source;
+an op may declare kernels of its own, for one namespace or for any
+(``define(..., kernels={"torch": ..., "array_api": ...})``); the others are in
+:data:`GENERIC`, keyed by the op. An op with none of these has no kernel on that
+namespace: compiling it there is an error naming the op and the backend
+(``chainrule.backend.array_api.namespaces``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
+from ... import ops
 from ...errors import BackendError
 from ...ir.indexing import key_to_python
+from ...ir.op import Op
 from ...ops.shape import collapse_axes
 
 
@@ -46,29 +50,6 @@ class KernelContext:
     def creation(self) -> dict:
         """Keyword arguments placing a new array where the operands live."""
         return {} if self.device is None else {"device": self.device}
-
-
-# op name -> the array API function computing it elementwise (operands broadcast)
-ELEMENTWISE = {
-    "abs": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin",
-    "arcsinh": "asinh", "arctan": "atan", "arctanh": "atanh", "ceil": "ceil",
-    "conj": "conj", "cos": "cos", "cosh": "cosh", "exp": "exp", "expm1": "expm1",
-    "floor": "floor", "isfinite": "isfinite", "isinf": "isinf", "isnan": "isnan",
-    "log": "log", "log1p": "log1p", "log2": "log2", "log10": "log10",
-    "logical_not": "logical_not", "negative": "negative", "sign": "sign",
-    "signbit": "signbit", "sin": "sin", "sinh": "sinh", "sqrt": "sqrt", "square": "square",
-    "tan": "tan", "tanh": "tanh", "trunc": "trunc", "round": "round",
-    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
-    "power": "pow", "arctan2": "atan2", "equal": "equal", "not_equal": "not_equal",
-    "greater": "greater", "greater_equal": "greater_equal", "less": "less",
-    "less_equal": "less_equal", "logical_and": "logical_and", "logical_or": "logical_or",
-    "logical_xor": "logical_xor", "maximum": "maximum", "minimum": "minimum",
-    "hypot": "hypot", "copysign": "copysign", "logaddexp": "logaddexp",
-    "floor_divide": "floor_divide", "remainder": "remainder", "matmul": "matmul",
-    "where": "where",
-}
-# elementwise ops whose result dtype is not their operands' (no operand cast to it)
-KEEP_OPERAND_DTYPE = frozenset({"abs", "where", "real", "imag", "angle"})
 
 
 def _reduce(fn_name: str):
@@ -547,25 +528,29 @@ def _qr(ctx, a, mode="reduced"):
     return q, r
 
 
-GENERIC = {
-    "sum": _sum, "prod": _prod, "mean": _mean, "max": _reduce("max"), "min": _reduce("min"),
-    "all": _reduce("all"), "any": _reduce("any"), "argmax": _arg_reduce("argmax"),
-    "argmin": _arg_reduce("argmin"), "collapse_sum_to": _collapse_sum_to,
-    "permute_dims": _permute_dims, "expand_dims": _expand_dims, "squeeze": _squeeze,
-    "flip": _flip, "concatenate": _concatenate, "astype": _astype,
-    "broadcast_to": lambda ctx, x, shape: ctx.xp.broadcast_to(x, tuple(shape)),
-    "reshape": lambda ctx, x, shape: ctx.xp.reshape(x, tuple(shape)),
-    "zeros": _zeros, "ones": _ones, "full": _full, "zeros_like": _zeros_like,
-    "ones_like": _ones_like, "full_like": _full_like, "arange": _arange, "cumsum": _cumsum,
-    "sort": _sort, "argsort": _argsort, "stop_gradient": _identity, "relu": _relu,
-    "sigmoid": _sigmoid, "softmax": _softmax, "log_softmax": _log_softmax,
-    "logsumexp": _logsumexp, "exp2": _exp2, "reciprocal": _reciprocal, "fabs": _fabs,
-    "cbrt": _cbrt, "logaddexp2": _logaddexp2, "fmax": _fmax, "fmin": _fmin, "fmod": _fmod,
-    "heaviside": _heaviside, "real": _real, "imag": _imag, "index": _index,
-    "index_add": _basic_update(_add), "index_set": _basic_update(_set),
-    "index_multiply": _basic_update(_multiply), "index_max": _basic_update(_max),
-    "index_min": _basic_update(_min), "split": _split, "fft": _fft, "rfft": _rfft,
-    "irfft": _irfft, "cholesky": _linalg("cholesky"), "det": _linalg("det"),
-    "slogdet": _slogdet, "eigh": _eigh, "eigvalsh": _eigvalsh, "svd": _svd,
-    "svdvals": _linalg("svdvals"), "qr": _qr,
+# op -> its kernel on any array-API namespace, for the ops that declare none of their own
+# (``Op.kernels``) and whose computation the standard does not spell (``Op.array_api_name``)
+GENERIC: dict[Op, Callable] = {
+    ops.sum: _sum, ops.prod: _prod, ops.mean: _mean, ops.max: _reduce("max"),
+    ops.min: _reduce("min"), ops.reduction.all: _reduce("all"),
+    ops.reduction.any: _reduce("any"), ops.argmax: _arg_reduce("argmax"),
+    ops.argmin: _arg_reduce("argmin"), ops.collapse_sum_to: _collapse_sum_to,
+    ops.permute_dims: _permute_dims, ops.expand_dims: _expand_dims, ops.squeeze: _squeeze,
+    ops.flip: _flip, ops.concatenate: _concatenate, ops.astype: _astype,
+    ops.broadcast_to: lambda ctx, x, shape: ctx.xp.broadcast_to(x, tuple(shape)),
+    ops.reshape: lambda ctx, x, shape: ctx.xp.reshape(x, tuple(shape)),
+    ops.zeros: _zeros, ops.ones: _ones, ops.full: _full, ops.zeros_like: _zeros_like,
+    ops.ones_like: _ones_like, ops.full_like: _full_like, ops.arange: _arange,
+    ops.cumsum: _cumsum, ops.sort: _sort, ops.argsort: _argsort,
+    ops.stop_gradient: _identity, ops.relu: _relu, ops.sigmoid: _sigmoid,
+    ops.softmax: _softmax, ops.log_softmax: _log_softmax, ops.logsumexp: _logsumexp,
+    ops.exp2: _exp2, ops.reciprocal: _reciprocal, ops.fabs: _fabs, ops.cbrt: _cbrt,
+    ops.logaddexp2: _logaddexp2, ops.fmax: _fmax, ops.fmin: _fmin, ops.fmod: _fmod,
+    ops.heaviside: _heaviside, ops.real: _real, ops.imag: _imag, ops.index: _index,
+    ops.index_add: _basic_update(_add), ops.index_set: _basic_update(_set),
+    ops.index_multiply: _basic_update(_multiply), ops.index_max: _basic_update(_max),
+    ops.index_min: _basic_update(_min), ops.split: _split, ops.fft.fft: _fft,
+    ops.fft.rfft: _rfft, ops.fft.irfft: _irfft, ops.cholesky: _linalg("cholesky"),
+    ops.det: _linalg("det"), ops.slogdet: _slogdet, ops.eigh: _eigh, ops.eigvalsh: _eigvalsh,
+    ops.svd: _svd, ops.svdvals: _linalg("svdvals"), ops.qr: _qr,
 }

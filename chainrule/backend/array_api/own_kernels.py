@@ -5,9 +5,13 @@ axis in one chunk) and the ops Dask runs as whole-array tasks of their NumPy ker
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from ... import ops
 from ...errors import BackendError
+from ...ir.op import Op
 from .kernels import GENERIC, take
 
 
@@ -16,8 +20,8 @@ def _torch_update(reduce: str | None):
     selects (an index array of positions indexed by the key), then one scatter over
     them, so repeated positions accumulate as NumPy's ``ufunc.at`` does. A key without
     index arrays is the shared kernel's (it assigns through forward slices)."""
-    basic = GENERIC[{None: "index_set", "sum": "index_add", "prod": "index_multiply",
-                     "amax": "index_max", "amin": "index_min"}[reduce]]
+    basic = GENERIC[{None: ops.index_set, "sum": ops.index_add, "prod": ops.index_multiply,
+                     "amax": ops.index_max, "amin": ops.index_min}[reduce]]
 
     def kernel(ctx, base, value, *arrays, key):
         if not arrays:
@@ -41,13 +45,14 @@ def _torch_update(reduce: str | None):
     return kernel
 
 
-def _dask_fft(fn_name: str, axes_of):
+def _dask_fft(op, axes_of):
     """Dask's FFTs need each transformed axis in one chunk: rechunk those axes first."""
+    generic = GENERIC[op]
 
     def kernel(ctx, x, *args, **attrs):
         axes = axes_of(x, attrs)
         x = x.rechunk({a % x.ndim: -1 for a in axes})
-        return GENERIC[fn_name](ctx, x, *args, **attrs)
+        return generic(ctx, x, *args, **attrs)
 
     return kernel
 
@@ -99,34 +104,32 @@ def dask_whole_array(op, attrs, arg_types) -> bool:
     the factorizations (Dask's need tall-and-skinny chunking) and gathers or updates
     Dask's indexing does not support (several or multi-dimensional index arrays, an int
     beside an index array)."""
-    if op.name in DASK_WHOLE:
+    if op in DASK_WHOLE:
         return True
-    if op.name.startswith("index"):
+    if op is ops.index or op in _UPDATES:
         if any(0 in t.shape for t in arg_types):  # Dask's assignment fails on empty keys
             return True
-        arrays = arg_types[1:] if op.name == "index" else arg_types[2:]
+        arrays = arg_types[1:] if op is ops.index else arg_types[2:]
         # Dask drops an int's axis first where NumPy counts the int as one more index
         # array (``x[1, :, a]``): such keys run as NumPy's
-        return bool(arrays) and (op.name != "index" or len(arrays) > 1
+        return bool(arrays) and (op is not ops.index or len(arrays) > 1
                                  or any(t.ndim > 1 for t in arrays)
                                  or any(type(e) is int for e in attrs["key"]))
     return False
 
 
-DASK_WHOLE = frozenset({"svd", "svdvals", "eigh", "eigvalsh", "qr", "cholesky", "det",
-                        "slogdet"})
+DASK_WHOLE = frozenset({ops.svd, ops.svdvals, ops.eigh, ops.eigvalsh, ops.qr, ops.cholesky,
+                        ops.det, ops.slogdet})
+_UPDATES = frozenset({ops.index_add, ops.index_set, ops.index_multiply, ops.index_max,
+                      ops.index_min})
 
-# per-namespace kernels of ops whose declaration (in another family's file) names none
-BY_NAMESPACE = {
-    "dask": {"fft": _dask_fft("fft", lambda x, a: a["axes"]),
-             "rfft": _dask_fft("rfft", lambda x, a: (a.get("axis", -1),)),
-             "irfft": _dask_fft("irfft", lambda x, a: (a.get("axis", -1),))},
-    "torch": {"index_add": _torch_update("sum"), "index_set": _torch_update(None),
-              "index_multiply": _torch_update("prod"), "index_max": _torch_update("amax"),
-              "index_min": _torch_update("amin")},
+# per-namespace kernels of ops, keyed by the op: these kernels build on the shared ones of
+# array_api/kernels.py, which the ops' declarations (a layer below) cannot import
+BY_NAMESPACE: dict[str, dict[Op, Callable]] = {
+    "dask": {ops.fft.fft: _dask_fft(ops.fft.fft, lambda x, a: a["axes"]),
+             ops.fft.rfft: _dask_fft(ops.fft.rfft, lambda x, a: (a.get("axis", -1),)),
+             ops.fft.irfft: _dask_fft(ops.fft.irfft, lambda x, a: (a.get("axis", -1),))},
+    "torch": {ops.index_add: _torch_update("sum"), ops.index_set: _torch_update(None),
+              ops.index_multiply: _torch_update("prod"), ops.index_max: _torch_update("amax"),
+              ops.index_min: _torch_update("amin")},
 }
-
-# ops whose NumPy kernel touches no array function (Python bookkeeping: the stacks of
-# reverse-mode loops): the same kernel runs on every namespace
-NAMESPACE_FREE = frozenset({"stack_alloc", "stack_empty", "stack_nonempty", "stack_pop",
-                            "stack_push"})

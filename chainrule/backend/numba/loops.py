@@ -10,7 +10,7 @@ it in place of the generated NumPy code once compiled (in the background, with
 the disk cache of the region kernels; the NumPy code answers meanwhile).
 
 The numba forms: elementwise ops are NumPy array expressions (numba fuses each
-statement's into one loop) from ``numba.source.SCALAR``'s templates that are
+statement's into one loop) from the ops' scalar forms (``Op.scalar``) that are
 also array expressions, in float64 (exp, log, tanh, ... are ``numba.vecmath``'s
 ufuncs, ``vm.tanh``: vector code in the fused loop); ``matmul`` is ``np.dot`` on contiguous
 arrays (a transpose is a view in F order, which BLAS reads transposed); ``sum`` of a whole
@@ -57,15 +57,25 @@ def main(a0, a1):
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from ... import ops
 from ...ir.nodes import Call, Constant, Function, If, Module, Tuple, TupleGetItem, Var, While
-from ...ir.op import Op
+from ...ir.op import Op, ScalarForm
 from ...ir.types import ListType, TensorType, TupleType
-from ...transform.lowering.loop_batching import counted_down
+from ...ops.stack import (
+    STACK_ALLOC,
+    STACK_EMPTY,
+    STACK_NONEMPTY,
+    STACK_POP,
+    STACK_POP_OR_ZERO,
+    STACK_PUSH,
+)
+from ...transform.lowering.loop_batching import STACK_CONTRACT, counted_down
 from .products import (
     HELPERS,
     Refused,
@@ -77,19 +87,32 @@ from .products import (
     write_half,
     write_in_row,
 )
-from .source import _NB_NAME, KINDS, NP_NAME, SCALAR, VECMATH
+from .source import _NB_NAME, KINDS, NP_NAME, VECMATH
+from .source import HELPERS as SCALAR_HELPERS
 
 __all__ = ["LoopProgram", "LoopSource", "Refused", "describe", "loop_source"]
 
 SCALAR_KINDS = ("f64", "i64", "bool")  # scalars whose promotions numba and NumPy share
 
+# what only a scalar can be given in numba: the math module, bool(), not, the helpers
+_SCALAR_ONLY = re.compile(r"\bmath\.|\bbool\(|\bnot\b|(?<![\w.])(?:{})\(".format(
+    "|".join(re.findall(r"^def (\w+)\(", SCALAR_HELPERS, re.M))))
+_ARRAY_FORMS: dict = {}
 
-# SCALAR templates that are also array expressions in numba (no helper calls, no math.*)
-ARRAY = {name: t for name, t in SCALAR.items()
-         if "math." not in t and "bool(" not in t and not t.startswith(("sigmoid", "where",
-                                                                        "heaviside", "xlog"))
-         and name not in ("astype", "broadcast_to", "logical_not")}
-ARRAY.update(VECMATH)  # ufuncs: numba fuses them into a statement's loop, vectorized
+
+def array_form(op: Op) -> str | None:
+    """``op``'s scalar form when it is also a NumPy array expression numba compiles (then
+    fused into the loop of the statement reading it), or None; ops with attributes
+    (``astype``'s dtype) have none here. numba.vecmath's ufuncs take the place of the
+    C library's calls, vectorized."""
+    if op not in _ARRAY_FORMS:
+        form = op.scalar
+        text = VECMATH.get(op)
+        if text is None and type(form) is ScalarForm and not op.attrs and not (
+                _SCALAR_ONLY.search(form.text)):
+            text = form.text
+        _ARRAY_FORMS[op] = text
+    return _ARRAY_FORMS[op]
 
 RECOMPUTE_USES = 3  # an arithmetic expression read this many times is not stored
 _MAX_RECOMPUTE = 80  # characters of such an expression (its size grows with each reuse)
@@ -131,25 +154,25 @@ def _atom_vars(a) -> list:
 
 
 def _array_op(v) -> bool:
-    return type(v) is Call and isinstance(v.callee, Op) and v.callee.name in ARRAY \
+    return type(v) is Call and isinstance(v.callee, Op) and array_form(v.callee) is not None \
         and not v.attrs
 
 
-def _users(block, out: dict, ops: list) -> None:
+def _users(block, out: dict, calls: list) -> None:
     """``out[var]``: where ``var`` is read, ``(id(block), whether by an array expression)``
-    each; ``ops``: (name, first operand) of the ops called, in program order."""
+    each; ``calls``: (callee, first operand) of the calls, in program order."""
     for b in block.bindings:
         v = b.value
         where = (id(block), _array_op(v))
         if type(v) is Call:
-            ops.append((getattr(v.callee, "name", None), v.args[0] if v.args else None))
+            calls.append((v.callee, v.args[0] if v.args else None))
             reads = [x for a in v.args for x in _atom_vars(a)]
         elif type(v) is TupleGetItem:
             reads = _atom_vars(v.tuple_value)
         elif type(v) is While:
             reads = [x for a in v.init for x in _atom_vars(a)]
-            _users(v.cond, out, ops)
-            _users(v.body, out, ops)
+            _users(v.cond, out, calls)
+            _users(v.body, out, calls)
         else:
             reads = _atom_vars(v) if type(v) in (Var, Tuple) else []
         for x in reads:
@@ -161,18 +184,18 @@ def _users(block, out: dict, ops: list) -> None:
 class _Writer:
     def __init__(self, fn: Function):
         self.users: dict = {}
-        ops: list = []
-        _users(fn.body, self.users, ops)
+        calls: list = []
+        _users(fn.body, self.users, calls)
         self.downward = contracted_pushes(fn)
         self.roles: dict = {}  # variable -> (Pair, half): products made as one
         self.in_rows: dict = {}  # value -> (stack, push): made in the stack's next row
         self.rows_pushes: set = set()  # pushes whose value is already in its row
         self.allocated: set = set()
-        pops = [k for k, (name, _) in enumerate(ops)
-                if name in ("stack_pop", "stack_pop_or_zero")]
+        pops = [k for k, (callee, _) in enumerate(calls)
+                if callee is STACK_POP or callee is STACK_POP_OR_ZERO]
         # a push onto a stack a contraction reads starts from an empty stack of its own
-        pushes = [k for k, (name, s) in enumerate(ops)
-                  if name == "stack_push" and s not in self.downward]
+        pushes = [k for k, (callee, s) in enumerate(calls)
+                  if callee is STACK_PUSH and s not in self.downward]
         # a popped slot is overwritten only by a later push; none in the code reverse mode
         # makes (every push in the forward loops, every pop after them), so pops are views
         self.copy_pops = bool(pops and pushes and max(pushes) > min(pops))
@@ -250,51 +273,51 @@ class _Writer:
         return s
 
     def op(self, var: Var, v: Call, depth: int) -> None:
-        name = v.callee.name
+        op = v.callee
         rt = var.type
         args = [self.atom(a) for a in v.args]
         target = self.fresh()
         self.where[var] = target
-        if name in ("stack_empty", "stack_alloc"):  # the loop filling it sizes its buffer
+        if op is STACK_EMPTY or op is STACK_ALLOC:  # the loop filling it sizes its buffer
             elem = v.attrs["elem"]
             if not isinstance(elem, TensorType) or str(elem.dtype) not in KINDS:
                 raise Refused(f"a stack of {elem}")
             shape = ", ".join(map(str, (0, *elem.shape)))
             self.out(depth, f"{target} = np.empty(({shape},), {NP_NAME[str(elem.dtype)]})")
             self.where[var] = ("S", target, "0")
-        elif name == "stack_push" and var in self.rows_pushes:  # made in its row
+        elif op is STACK_PUSH and var in self.rows_pushes:  # made in its row
             kind, buf, n = self.consume(args[0])
             self.out(depth, f"{target} = {n} + 1")
             self.where[var] = (kind, buf, target)
-        elif name == "stack_push":
+        elif op is STACK_PUSH:
             kind, buf, n = self.consume(args[0])
             count = self.fresh()
             push = "stack_push_down" if kind == "D" else "stack_push"
             self.out(depth, f"{target} = {push}({buf}, {n}, {args[1]})")
             self.out(depth, f"{count} = {n} + 1")
             self.where[var] = (kind, target, count)
-        elif name in ("stack_pop", "stack_pop_or_zero"):
+        elif op is STACK_POP or op is STACK_POP_OR_ZERO:
             kind, buf, n = self.consume(args[0])
             if kind == "D":
                 raise Refused("a pop of a stack filled from the end")
             count = self.fresh()
             # a copy where a later push onto the rest could reuse the slot
             copy = ".copy()" if self.copy_pops and rt.fields[0].shape else ""
-            if name == "stack_pop":
+            if op is STACK_POP:
                 self.out(depth, f"{target} = {buf}[{n} - 1]{copy}")
                 self.out(depth, f"{count} = {n} - 1")
             else:
                 self.out(depth, f"{target} = stack_top_or_zero({buf}, {n}){copy}")
                 self.out(depth, f"{count} = max({n} - 1, 0)")
             self.where[var] = [target, ("S", buf, count)]
-        elif name == "stack_nonempty":
+        elif op is STACK_NONEMPTY:
             self.out(depth, f"{target} = {self.consume(args[0])[2]} > 0")
             self.uses[args[0]] -= 1  # a read, not a consumption
-        elif name == "stack_contract":
+        elif op is STACK_CONTRACT:
             self.count -= 1
             del self.where[var]
             self.where[var] = contract(self, var, v, args, depth)
-        elif name == "matmul":
+        elif op is ops.matmul:
             if any(a.type.ndim not in (1, 2) or str(a.type.dtype) != "f64" for a in v.args):
                 raise Refused(f"matmul of {[str(a.type) for a in v.args]}")
             if var in self.roles:  # one of two products made as one: its half
@@ -305,25 +328,25 @@ class _Writer:
                 self.out(depth, f"{target} = {pair.result}{rows}")
             else:
                 self.out(depth, f"{target} = np.dot({args[0]}, {args[1]})")
-        elif name == "permute_dims":
+        elif op is ops.permute_dims:
             if v.args[0].type.ndim != 2 or tuple(v.attrs.get("axes")) != (1, 0):
                 raise Refused("permute_dims other than a 2-D transpose")
             # a view (F order), which np.dot reads as a transposed operand: no copy
             self.out(depth, f"{target} = np.ascontiguousarray({args[0]}).T")
-        elif name == "sum" and v.attrs.get("axis") is None and not v.attrs.get("keepdims"):
+        elif op is ops.sum and v.attrs.get("axis") is None and not v.attrs.get("keepdims"):
             self._float(var, v)
             self.out(depth, f"{target} = np.sum({args[0]})")
-        elif name == "zeros" and str(rt.dtype) == "f64":
+        elif op is ops.zeros and str(rt.dtype) == "f64":
             shape = ", ".join(map(str, rt.shape))
             self.out(depth, f"{target} = np.zeros(({shape}{',' if len(rt.shape) == 1 else ''})"
                      f", np.float64)" if rt.shape else f"{target} = 0.0")
-        elif name in ARRAY and not v.attrs:
+        elif array_form(op) is not None and not v.attrs:
             if rt.shape:
                 self._float(var, v)
             elif any(a.type.shape for a in v.args) or str(rt.dtype) not in SCALAR_KINDS:
-                raise Refused(f"{name} giving a {rt}")
+                raise Refused(f"{op.name} giving a {rt}")
             zero, one = ("0.0", "1.0") if str(rt.dtype).startswith("f") else ("0", "1")
-            text = ARRAY[name].format(*args, zero=zero, one=one)
+            text = array_form(op).format(*args, zero=zero, one=one)
             users = self.users.get(var, [])
             if var in self.roles:  # a left operand of merged products: into its half
                 write_half(self, target, var, text, depth)
@@ -339,7 +362,7 @@ class _Writer:
             else:
                 self.out(depth, f"{target} = {text}")
         else:
-            raise Refused(f"op {name} has no whole-loop numba form")
+            raise Refused(f"op {op.name} has no whole-loop numba form")
 
     @staticmethod
     def _float(var: Var, v: Call) -> None:
@@ -398,13 +421,13 @@ class _Writer:
         if len(w.cond.bindings) != 1:
             return None
         c = w.cond.bindings[0].value
-        if not (type(c) is Call and getattr(c.callee, "name", "") == "less"
+        if not (type(c) is Call and c.callee is ops.less
                 and c.args[0] in w.loop_vars and c.args[1] not in w.loop_vars):
             return None
         k = w.loop_vars.index(c.args[0])
         nexts = w.body.result.fields if type(w.body.result) is Tuple else (w.body.result,)
         step = next((b.value for b in w.body.bindings if b.var is nexts[k]), None)
-        if not (type(step) is Call and getattr(step.callee, "name", "") == "add"
+        if not (type(step) is Call and step.callee is ops.add
                 and step.args[0] is c.args[0] and type(step.args[1]) is Constant
                 and step.args[1].data.ndim == 0 and step.args[1].data == 1
                 and not isinstance(inits[k], (list, tuple))):

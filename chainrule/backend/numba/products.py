@@ -31,7 +31,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ... import ops
 from ...ir.nodes import Call, Function, Tuple, TupleGetItem, Var, While
+from ...ops.stack import STACK_PUSH
+from ...transform.lowering.loop_batching import STACK_CONTRACT
 
 # numba helpers of the whole-loop function: a stack's buffer grown by doubling
 HELPERS = '''\
@@ -89,7 +92,7 @@ def contracted_pushes(fn: Function) -> set:
     defs = {b.var: b.value for b in fn.body.bindings}
     out = set()
     for value in defs.values():
-        if not (type(value) is Call and getattr(value.callee, "name", "") == "stack_contract"):
+        if not (type(value) is Call and value.callee is STACK_CONTRACT):
             continue
         for a, read in zip(value.args, value.attrs["reads"]):
             got = defs.get(a)
@@ -171,7 +174,7 @@ def merged_products(w: While, array_op) -> list[Pair]:
     by_right: dict = {}
     for b in body:
         v = b.value
-        if (type(v) is Call and getattr(v.callee, "name", "") == "matmul"
+        if (type(v) is Call and v.callee is ops.matmul
                 and all(type(a) is Var and _f64_matrix(a.type) for a in v.args)):
             by_right.setdefault(v.args[1], []).append(b.var)
     pairs, taken = [], set()
@@ -233,7 +236,7 @@ def plan_rows(w, loop: While, array_op) -> None:
     defs = {b.var: b.value for b in loop.body.bindings}
     for b in loop.body.bindings:
         v = b.value
-        if type(v) is Call and getattr(v.callee, "name", "") == "stack_push":
+        if type(v) is Call and v.callee is STACK_PUSH:
             stack, x = v.args
             if (type(x) is Var and x in defs and array_op(defs[x]) and x.type.shape
                     and stack in loop.loop_vars and x not in w.in_rows

@@ -34,18 +34,22 @@ def main(a0):
 
 from __future__ import annotations
 
+import importlib
+import inspect
+
 import numpy as np
 
 from ... import ops
 from ...ir.indexing import ArrayIndex, Slice
 from ...ir.nodes import Call, Constant, Function, If, Module, Tuple, TupleGetItem, Var, While
-from ...ir.op import OPS, Op
+from ...ir.op import OPS, Op, ScalarForm
 from ...ir.types import ListType, TensorType, TupleType
 from ...ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_POP_OR_ZERO, STACK_PUSH
 from ...ops.templates import slice_text
-from .loops import LoopSource
+from .loops import LoopSource, array_form
 from .products import HELPERS as STACK_HELPERS
-from .source import _NB_NAME, NP_NAME
+from .source import _NB_NAME, NP_NAME, VECMATH, VECMATH32, Unfusable, scalar_form
+from .source import HELPERS as SCALAR_HELPERS
 
 __all__ = ["LOWERINGS", "NATIVE_RTOL", "NO_LOWERING", "Unsupported", "program_source"]
 
@@ -59,19 +63,7 @@ class Unsupported(Exception):
 
 
 # -- helpers the numba function may call ----------------------------------------------------
-HELPERS = STACK_HELPERS + '''
-
-@numba.njit(cache=True, nogil=True)
-def sigmoid(x):
-    return np.where(x >= 0, 1.0 / (1.0 + np.exp(-np.abs(x))),
-                    np.exp(-np.abs(x)) / (1.0 + np.exp(-np.abs(x))))
-
-
-@numba.njit(cache=True, nogil=True)
-def sigmoid_scalar(x):
-    e = np.exp(-abs(x))
-    return 1.0 / (1.0 + e) if x >= 0 else e / (1.0 + e)
-
+HELPERS = STACK_HELPERS + '\n\n' + SCALAR_HELPERS + '''
 
 @numba.njit(cache=True, nogil=True)
 def reduce_last(x, kind):  # 2-D (rows, n) -> (rows,): 0 max, 1 min, 2 prod
@@ -144,55 +136,59 @@ def _contiguous(x: str) -> str:
     return f"np.ascontiguousarray({x})"
 
 
-def _unary(fn: str):
+def elementwise(op: Op):
+    """The lowering of an elementwise op, from its facts: its scalar form when that is also
+    a NumPy array expression numba compiles (``loops.array_form``), else its scalar form
+    as fused regions use it (``source.scalar_form``, calling ``source.HELPERS``), on 0-d
+    values at once and on arrays in a loop over the elements; the operands converted to
+    the result dtype where the op computes in it (``operands_in_result_dtype``)."""
     def lower(e: Emit) -> str:
-        return f"{fn}({e.args[0]})"
+        args = list(e.args)
+        for k in op.converted_operands(len(args)):
+            if e.types[k].dtype != e.out.dtype:
+                args[k] = _converted(e, k)
+        text = None if e.attrs else array_form(op)
+        if text is not None and text.startswith("vm."):  # numba.vecmath's, by dtype
+            text = {"f64": VECMATH, "f32": VECMATH32}.get(str(e.out.dtype), {}).get(op)
+        if text is not None and not (e.out.dtype.numpy.kind not in "fc" and type(
+                op.scalar) is ScalarForm and op.scalar.floats_only):
+            return "(" + text.format(*args, zero=e.writer.zero(e.out),
+                                     one=e.writer.one(e.out)) + ")"
+        try:
+            text = scalar_form(op, e.attrs, e.out)
+        except Unfusable as exc:
+            raise Unsupported(str(exc)) from None
+        if not e.out.shape:
+            return "(" + text.format(*args, zero=e.writer.zero(e.out),
+                                     one=e.writer.one(e.out)) + ")"
+        return _element_loop(e, text, args)
     return lower
 
 
-def _infix(symbol: str):
-    def lower(e: Emit) -> str:
-        return f"({e.args[0]} {symbol} {e.args[1]})"
-    return lower
+def _element_loop(e: Emit, text: str, args: list) -> str:
+    """An array of ``text`` computed element by element: the operands broadcast to the
+    result's shape and read in C order (``.flat``)."""
+    shape = _shape_text(e.out.shape)
+    flats = []
+    for a, t in zip(args, e.types):
+        if not t.shape:
+            flats.append(a)
+            continue
+        b = a if t.shape == e.out.shape else f"np.broadcast_to({a}, {shape})"
+        flats.append(e.temp(f"{b}.flat") + "[{i}]")
+    out = e.temp(f"np.empty({shape}, {_dtype_name(e.out)})")
+    flat_out = e.temp(f"{out}.reshape(-1)")
+    i = e.writer.fresh()
+    e.line(f"for {i} in range({e.out.size}):")
+    item = text.format(*[f.format(i=i) if "{i}" in f else f for f in flats],
+                       zero=e.writer.zero(e.out), one=e.writer.one(e.out))
+    e.writer.out(e.depth + 1, f"{flat_out}[{i}] = {item}")
+    return out
 
 
-def _binary(fn: str):
-    def lower(e: Emit) -> str:
-        return f"{fn}({e.args[0]}, {e.args[1]})"
-    return lower
-
-
-for _name, _fn in {"exp": "np.exp", "log": "np.log", "log1p": "np.log1p", "expm1": "np.expm1",
-                   "sin": "np.sin", "cos": "np.cos", "tan": "np.tan", "tanh": "np.tanh",
-                   "arctan": "np.arctan", "arcsin": "np.arcsin", "arccos": "np.arccos",
-                   "sinh": "np.sinh", "cosh": "np.cosh", "sqrt": "np.sqrt", "abs": "np.abs",
-                   "floor": "np.floor", "ceil": "np.ceil", "sign": "np.sign",
-                   "isfinite": "np.isfinite", "logical_not": "np.logical_not",
-                   "exp2": "np.exp2", "log2": "np.log2", "log10": "np.log10",
-                   "isinf": "np.isinf", "isnan": "np.isnan", "arcsinh": "np.arcsinh",
-                   "arccosh": "np.arccosh", "arctanh": "np.arctanh", "cbrt": "np.cbrt",
-                   "fabs": "np.fabs", "trunc": "np.trunc", "signbit": "np.signbit",
-                   "round": "np.around"}.items():
-    LOWERINGS[OPS[_name]] = _unary(_fn)
-for _name, _sym in {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
-                    "power": "**", "equal": "==", "not_equal": "!=", "less": "<",
-                    "less_equal": "<=", "greater": ">", "greater_equal": ">="}.items():
-    LOWERINGS[OPS[_name]] = _infix(_sym)
-for _name, _fn in {"maximum": "np.maximum", "minimum": "np.minimum",
-                   "logical_and": "np.logical_and", "logical_or": "np.logical_or",
-                   "arctan2": "np.arctan2", "logaddexp": "np.logaddexp",
-                   "hypot": "np.hypot", "logical_xor": "np.logical_xor",
-                   "logaddexp2": "np.logaddexp2", "copysign": "np.copysign",
-                   "fmax": "np.fmax", "fmin": "np.fmin", "remainder": "np.remainder",
-                   "fmod": "np.fmod", "floor_divide": "np.floor_divide"}.items():
-    LOWERINGS[OPS[_name]] = _binary(_fn)
-LOWERINGS[ops.negative] = lambda e: f"(-{e.args[0]})"
-LOWERINGS[ops.square] = lambda e: f"({e.args[0]} * {e.args[0]})"
-LOWERINGS[ops.reciprocal] = lambda e: f"({e.writer.one(e.out)} / {e.args[0]})"
-LOWERINGS[ops.relu] = lambda e: f"np.maximum({e.args[0]}, {e.writer.zero(e.out)})"
-LOWERINGS[ops.stop_gradient] = lambda e: e.args[0]
-LOWERINGS[ops.sigmoid] = lambda e: (f"sigmoid_scalar({e.args[0]})" if e.scalar()
-                                    else f"sigmoid({e.args[0]})")
+def _converted(e: Emit, k: int) -> str:
+    dt = _dtype_name(e.out)
+    return f"{dt}({e.args[k]})" if not e.types[k].shape else f"{e.args[k]}.astype({dt})"
 
 
 def _where(e: Emit) -> str:
@@ -214,6 +210,7 @@ def _real_part(e: Emit) -> str:
 
 
 LOWERINGS[ops.where] = _where
+LOWERINGS[ops.stop_gradient] = lambda e: e.args[0]
 LOWERINGS[ops.real] = _real_part
 LOWERINGS[ops.astype] = _astype
 
@@ -501,8 +498,20 @@ LOWERINGS[OPS["index_multiply"]] = _scatter("{0} * {1}")
 LOWERINGS[OPS["index_min"]] = _scatter("np.minimum({0}, {1})")
 LOWERINGS[OPS["index_max"]] = _scatter("np.maximum({0}, {1})")
 
-# the ops with no numba form here, by the family file that declares them, and why: the
-# registry test tells a forgotten op from one of these
+def lowering(op: Op):
+    """``op``'s entry of ``LOWERINGS``; an elementwise op with a scalar form has one from
+    its facts (``elementwise``), ops registered after this module's import included."""
+    lower = LOWERINGS.get(op)
+    if lower is None and op.elementwise and type(op.scalar) is ScalarForm:
+        lower = LOWERINGS[op] = elementwise(op)
+    return lower
+
+
+for _op in list(OPS.values()):
+    lowering(_op)
+
+# the ops with no numba form here, by the family module (of chainrule.ops) that declares
+# them, and why: the registry test tells a forgotten op from one of these
 _NO_FORM_BY_FAMILY = {
     "fft": "an FFT (numba has none)",
     "decompositions": "a factorization of several results (not written for numba yet)",
@@ -516,28 +525,25 @@ _NO_FORM_BY_FAMILY = {
     "complex": "complex values (not written for numba yet)",
     "stack_schedule": "a checkpointed loop's schedule",
 }
-_NO_FORM = {
-    "cumsum": "a scan along an axis (not written for numba yet)",
-    "cumprod": "a scan along an axis (not written for numba yet)",
-    "correlate_valid": "a correlation (not written for numba yet)",
-    "any": "a boolean reduction (not written for numba yet)",
-    "all": "a boolean reduction (not written for numba yet)",
-    "argmax": "an index of the largest value (not written for numba yet)",
-    "argmin": "an index of the smallest value (not written for numba yet)",
-    "triangular_solve": "a triangular solve (not written for numba yet)",
-    "slogdet": "a log-determinant with its sign (not written for numba yet)",
-    "adjugate": "an adjugate (not written for numba yet)",
-    "heaviside": "numba has no heaviside",
-    "sinc": "numba has no sinc",
-    "stack_alloc": "a preallocated stack of a checkpointed loop (not written yet)",
-    "stack_add": "the sum of two stacks (not written for numba yet)",
-}
+NO_LOWERING.update({
+    OPS["cumsum"]: "a scan along an axis (not written for numba yet)",
+    OPS["correlate_valid"]: "a correlation (not written for numba yet)",
+    OPS["any"]: "a boolean reduction (not written for numba yet)",
+    OPS["all"]: "a boolean reduction (not written for numba yet)",
+    OPS["argmax"]: "an index of the largest value (not written for numba yet)",
+    OPS["argmin"]: "an index of the smallest value (not written for numba yet)",
+    OPS["triangular_solve"]: "a triangular solve (not written for numba yet)",
+    OPS["slogdet"]: "a log-determinant with its sign (not written for numba yet)",
+    OPS["adjugate"]: "an adjugate (not written for numba yet)",
+    ops.stack.STACK_ALLOC: "a preallocated stack of a checkpointed loop (not written yet)",
+    ops.stack.STACK_ADD: "the sum of two stacks (not written for numba yet)",
+})
+_FAMILIES = {importlib.import_module(f"{ops.__name__}.{name}"): reason
+             for name, reason in _NO_FORM_BY_FAMILY.items()}
 for _op in OPS.values():
-    _family = getattr(_op.infer, "__module__", "").rpartition(".")[2]
-    if _op.name in _NO_FORM:
-        NO_LOWERING[_op] = _NO_FORM[_op.name]
-    elif _family in _NO_FORM_BY_FAMILY and _op not in LOWERINGS:
-        NO_LOWERING[_op] = _NO_FORM_BY_FAMILY[_family]
+    _family = inspect.getmodule(_op.infer)
+    if _family in _FAMILIES and _op not in LOWERINGS and _op not in NO_LOWERING:
+        NO_LOWERING[_op] = _FAMILIES[_family]
 
 
 # -- the writer --------------------------------------------------------------------------------
@@ -671,7 +677,7 @@ class _Writer:
         if statement is not None:
             statement(self, var, v, depth)
             return
-        lower = LOWERINGS.get(op)
+        lower = lowering(op)
         if lower is None:
             raise Unsupported(NO_LOWERING.get(op, f"op {op.name} has no numba form"))
         rt = var.type

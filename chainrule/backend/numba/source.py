@@ -24,10 +24,11 @@ registry). Array parameters are read in C order (``np.ascontiguousarray``, a
 view unless the caller passed a strided one): numba's loops over arrays of
 unknown layout do not vectorize.
 
-An op without a scalar form here is in ``UNFUSABLE`` with the reason; a region
-containing one (or complex, float16 or symbolic shapes) raises ``Unfusable``
-and runs as NumPy code. The registry test requires every elementwise op to be
-in exactly one of ``SCALAR`` and ``UNFUSABLE``.
+Each elementwise op declares its form on one element (``Op.scalar``, a
+``ScalarForm``: ``np.tanh({0})``) or ``NoLowering`` with the reason it has none; a
+region containing one without a form (or complex, float16 or symbolic shapes) raises
+``Unfusable`` and runs as NumPy code. The registry test requires every built-in
+elementwise op to declare one or the other.
 
 >>> import chainrule as cr
 >>> m = cr.parse('''
@@ -60,7 +61,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import ops
 from ...ir.nodes import Constant, Function, Tuple, Var
+from ...ir.op import NoLowering, Op
 from ...ir.types import TensorType
 
 # the dtypes a kernel computes in (numba's scalar types match NumPy's for these)
@@ -72,64 +75,19 @@ _NB_NAME = {"bool": "boolean", "i8": "int8", "i16": "int16", "i32": "int32", "i6
             "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
             "f32": "float32", "f64": "float64"}
 
-_INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**",
-          "equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
-          "greater": ">", "greater_equal": ">="}
-_NUMPY_UFUNCS = ("exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "arctan", "sqrt",
-                 "sinh", "cosh", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh",
-                 "arctan2", "hypot", "log2", "log10", "exp2", "cbrt", "logaddexp",
-                 "logaddexp2", "fabs", "copysign", "remainder", "fmod", "floor_divide",
-                 "abs", "sign")
-# {0}, {1}, {2}: the operands (names or literals: evaluating one twice costs nothing);
-# {zero}, {one}: literals of the result dtype
-SCALAR: dict[str, str] = {name: f"{{0}} {sym} {{1}}" for name, sym in _INFIX.items()}
-SCALAR.update({name: f"np.{name}({{0}})" for name in _NUMPY_UFUNCS})
-SCALAR.update({name: f"np.{name}({{0}}, {{1}})" for name in (
-    "arctan2", "hypot", "logaddexp", "logaddexp2", "copysign", "remainder", "fmod",
-    "floor_divide")})
-SCALAR.update({name: f"np.{name}({{0}}, {{1}})" for name in (
-    "maximum", "minimum", "fmax", "fmin")})  # NumPy's NaN rules (numba's scalar ufuncs)
-# No conditional expressions: numba's compile time grows steeply with branches (400
-# statements: 13 s straight, 89 s as ``a if c else b``), so selections call the
-# helpers of HELPERS (compiled once per kernel file, inlined by LLVM).
-SCALAR.update({
-    "relu": "np.maximum({0}, {zero})",
-    "logical_and": "(bool({0}) & bool({1}))",
-    "logical_or": "(bool({0}) | bool({1}))",
-    "logical_xor": "(bool({0}) != bool({1}))",
-    "logical_not": "(not {0})",
-    "negative": "-{0}",
-    "square": "{0} * {0}",
-    "reciprocal": "{one} / {0}",
-    "floor": "np.floor({0})",
-    "ceil": "np.ceil({0})",
-    "trunc": "np.trunc({0})",
-    "round": "np.rint({0})",  # np.round with decimals=0: halves to even, as rint
-    "sigmoid": "sigmoid({0}, {one})",
-    "where": "where({0}, {1}, {2})",
-    "astype": "{0}",  # the writer casts to the result dtype
-    "broadcast_to": "{0}",
-    "heaviside": "heaviside({0}, {1}, {zero}, {one})",
-    "isnan": "np.isnan({0})",
-    "isinf": "np.isinf({0})",
-    "isfinite": "np.isfinite({0})",
-    "signbit": "np.signbit({0})",
-    "erf": "math.erf({0})",
-    "erfc": "math.erfc({0})",
-    "gammaln": "math.lgamma({0})",
-    "gamma_function": "math.gamma({0})",
-    "ndtr": "0.5 * math.erfc(-{0} * 0.7071067811865476)",
-    "xlogy": "xlogy({0}, {1}, {zero})",
-    "xlog1py": "xlog1py({0}, {1}, {zero})",
-})
-# float64 functions computed by numba.vecmath's vectorizable ufuncs (``vm.tanh``): the
-# C library's scalar calls do not vectorize (5 to 6 times slower on AVX2, 16x64 and
-# 256x256 elements).
-VECMATH = {name: f"vm.{name}({{0}})" for name in ("exp", "expm1", "log", "log1p", "tanh",
-                                                   "sigmoid")}
+# float64 functions computed by numba.vecmath's vectorizable ufuncs (``vm.tanh``) instead
+# of the op's scalar form: the C library's scalar calls do not vectorize (5 to 6 times
+# slower on AVX2, 16x64 and 256x256 elements).
+VECMATH: dict[Op, str] = {op: f"vm.{op.name}({{0}})" for op in (
+    ops.exp, ops.expm1, ops.log, ops.log1p, ops.tanh, ops.sigmoid)}
 # float32: numba.vecmath's float32 forms (computed in float32, 8 lanes), faster than
 # NumPy's SIMD float32 loops; the other float32 functions stay NumPy's (FLOAT32_SIMD)
-VECMATH32 = {name: f"vm.{name}32({{0}})" for name in ("exp", "log", "tanh", "sigmoid")}
+VECMATH32: dict[Op, str] = {op: f"vm.{op.name}32({{0}})" for op in (
+    ops.exp, ops.log, ops.tanh, ops.sigmoid)}
+# The scalar forms call these helpers where they select (``where``, ``sigmoid``...): no
+# conditional expressions, since numba's compile time grows steeply with branches (400
+# statements: 13 s straight, 89 s as ``a if c else b``); compiled once per kernel file,
+# inlined by LLVM.
 HELPERS = '''\
 def ro(dtype, ndim):  # an array argument, read-only ones included
     return numba.types.Array(dtype, ndim, "A", readonly=True)
@@ -164,22 +122,14 @@ def xlog1py(x, y, zero):
     return zero if x == zero and y == y else x * np.log1p(y)
 '''
 
-# ops whose scalar form reads its operands in their own dtype (no cast to the result's)
-_OWN_DTYPE = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-                        "logical_and", "logical_or", "logical_xor", "logical_not", "isnan",
-                        "isinf", "isfinite", "signbit", "astype"})
-_FLOAT_ONLY = frozenset({"power", "reciprocal", "sigmoid", "sign", "remainder", "floor_divide",
-                         "fmod", "heaviside", "xlogy", "xlog1py", "floor", "ceil", "trunc",
-                         "round", "erf", "erfc", "gammaln", "gamma_function", "ndtr"})
-_MATH_F64 = frozenset({"erf", "erfc", "gammaln", "gamma_function", "ndtr"})  # math.*: f64
-
 # float32 functions NumPy computes with SIMD loops, 2 to 17 times faster than the C
 # library's scalar calls numba makes (measured on 8,192 elements; float64 is even but for
 # log, 1.5x): a region computing them on more than NUMPY_SIMD_SIZE elements stays NumPy
-FLOAT32_SIMD = frozenset({"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh",
-                          "arctan", "sinh", "cosh", "arcsin", "arccos", "arcsinh", "arccosh",
-                          "arctanh", "arctan2", "log2", "log10", "exp2", "cbrt", "logaddexp",
-                          "logaddexp2", "sigmoid", "power", "hypot"})
+FLOAT32_SIMD = frozenset({
+    ops.exp, ops.log, ops.log1p, ops.expm1, ops.sin, ops.cos, ops.tan, ops.tanh, ops.arctan,
+    ops.sinh, ops.cosh, ops.arcsin, ops.arccos, ops.arcsinh, ops.arccosh, ops.arctanh,
+    ops.arctan2, ops.log2, ops.log10, ops.exp2, ops.cbrt, ops.logaddexp, ops.logaddexp2,
+    ops.sigmoid, ops.power, ops.hypot})
 NUMPY_SIMD_SIZE = 64
 
 
@@ -190,26 +140,12 @@ def prefers_numpy(fn: Function) -> str:
     if size <= NUMPY_SIMD_SIZE:
         return ""
     slow = sorted({b.value.callee.name for b in fn.body.bindings
-                   if b.value.callee.name in FLOAT32_SIMD and b.var.type.dtype == "f32"
-                   and b.value.callee.name not in VECMATH32})
+                   if b.value.callee in FLOAT32_SIMD and b.var.type.dtype == "f32"
+                   and b.value.callee not in VECMATH32})
     if not slow:
         return ""
     return (f"float32 {', '.join(slow)} on {size} elements: NumPy's SIMD loops are faster "
             f"than numba's scalar calls")
-
-
-_SCIPY = "a SciPy special function with no scalar form numba compiles"
-UNFUSABLE: dict[str, str] = {
-    **{name: "complex numbers: regions run in real dtypes" for name in (
-        "real", "imag", "conj", "angle", "complex_from_parts")},
-    **{name: _SCIPY for name in (
-        "erfinv", "erfcx", "log_ndtr", "digamma", "polygamma", "beta_function", "betaln",
-        "gammainc", "gammaincc", "betainc", "stdtr", "bessel_i0", "bessel_i1", "bessel_i0e",
-        "bessel_i1e", "bessel_iv", "bessel_ive", "bessel_j0", "bessel_j1", "bessel_y0",
-        "bessel_y1", "bessel_jn", "bessel_yn", "erfcinv", "rgamma", "gammasgn")},
-    "sinc": "the derivatives of sinc (n > 0) are series; np.sinc itself is fused (n = 0)",
-}
-REDUCERS = ("sum", "mean", "max", "min", "prod")
 
 
 class Unfusable(Exception):
@@ -271,30 +207,28 @@ def _broadcast(shapes) -> tuple:
         raise Unfusable(f"shapes {shapes} do not broadcast together") from None
 
 
-def scalar_form(op_name: str, attrs, arg_types, out_type) -> str:
-    """The format string of the op's scalar form with these operand types, or
-    ``Unfusable`` (the reason names the op)."""
-    if op_name in UNFUSABLE and not (op_name == "sinc" and attrs.get("n") == 0):
-        raise Unfusable(f"{op_name}: {UNFUSABLE[op_name]}")
-    if op_name == "sinc":
-        return "np.sinc({0})"
-    if op_name == "astype":
-        return "{0}"  # the cast to the result dtype is added by the caller
-    if op_name in _FLOAT_ONLY and out_type.dtype not in ("f32", "f64"):
-        if op_name in ("floor", "ceil", "trunc", "round"):
-            return "{0}"  # of an integer: itself
-        raise Unfusable(f"{op_name} on {out_type.dtype} (its scalar form is for floats)")
-    form = SCALAR.get(op_name)
+def scalar_form(op: Op, attrs, out_type) -> str:
+    """The format string computing one element of ``op`` with these attributes and this
+    result type (its ``ScalarForm``, or numba.vecmath's), or ``Unfusable`` (the reason
+    names the op)."""
+    form = op.scalar
     if form is None:
-        raise Unfusable(f"{op_name}: no scalar form (declare it in numba.source.SCALAR "
-                        f"or UNFUSABLE)")
-    if op_name in VECMATH and out_type.dtype == "f64":
-        return VECMATH[op_name]
-    if op_name in VECMATH32 and out_type.dtype == "f32":
-        return VECMATH32[op_name]
-    if op_name in _MATH_F64 and out_type.dtype == "f32":
-        form = f"np.float32({form})"
-    return form
+        raise Unfusable(f"{op.name}: no scalar form (declare one: define(..., scalar=...))")
+    if type(form) is NoLowering:
+        raise Unfusable(f"{op.name}: {form.reason}")
+    if any(attrs.get(k) != v for k, v in form.when.items()):
+        raise Unfusable(f"{op.name}: {form.reason}")
+    dtype = out_type.dtype
+    if dtype not in ("f32", "f64"):
+        if form.floats_only:
+            raise Unfusable(f"{op.name} on {dtype} (its scalar form is for floats)")
+        return form.text if form.ints is None else form.ints
+    fast = (VECMATH if dtype == "f64" else VECMATH32).get(op)
+    if fast is not None:
+        return fast
+    if dtype == "f32" and "math." in form.text:  # math's functions return float64
+        return f"np.float32({form.text})"
+    return form.text
 
 
 class _Writer:
@@ -312,7 +246,7 @@ class _Writer:
         results = fn.body.result.fields if type(fn.body.result) is Tuple else (fn.body.result,)
         if not all(type(r) is Var for r in results):
             raise Unfusable("a result is not a variable of the region")
-        reductions = {b.var: b for b in bindings if b.value.callee.name in REDUCERS}
+        reductions = {b.var: b for b in bindings if b.value.callee.reduction is not None}
         space = index_space(fn)
         if self.space is not None:  # a piece of a larger region loops over all of it
             space = _broadcast([space, self.space])
@@ -351,16 +285,11 @@ class _Writer:
             out_t = b.var.type
             if b.var in reductions:
                 continue
-            form = scalar_form(op.name, v.attrs, [a.type for a in v.args], out_t)
-            args = []
-            for a in v.args:
-                text = read(a, a.type.shape)
-                if op.name not in _OWN_DTYPE and not (op.name == "where" and not args):
-                    text = _cast(text, a.type.dtype, out_t.dtype)
-                args.append(text)
+            form = scalar_form(op, v.attrs, out_t)
+            converted = op.converted_operands(len(v.args))
+            args = [_cast(read(a, a.type.shape), a.type.dtype, out_t.dtype) if k in converted
+                    else read(a, a.type.shape) for k, a in enumerate(v.args)]
             expr = form.format(*args, zero=literal(0, out_t.dtype), one=literal(1, out_t.dtype))
-            if op.name == "astype":
-                expr = _cast(expr, v.args[0].type.dtype, out_t.dtype)
             local[b.var] = name = f"v{len(local)}"
             body.append(f"{name} = {expr}")
             if b.var in stash.writes:
@@ -424,7 +353,7 @@ class _Writer:
         """The accumulator of reduction binding ``red``: its setup, its update in the
         loop body, its finishing step; returns its name."""
         v = red.value
-        kind = v.callee.name
+        kind = v.callee.reduction
         src = v.args[0]
         src_t, out_t = src.type, red.var.type
         if src_t.shape != space:
@@ -498,7 +427,7 @@ def index_space(fn: Function) -> tuple:
     shapes = [_check_type(p.type, f"parameter {p.name}").shape for p in fn.params]
     for b in fn.body.bindings:
         t = _check_type(b.var.type, f"{b.var.name}")
-        if b.value.callee.name in REDUCERS:
+        if b.value.callee.reduction is not None:
             t = _check_type(b.value.args[0].type, "a reduced value")
         shapes.append(t.shape)
     return _broadcast(shapes)

@@ -1,12 +1,13 @@
 """Fusion: maximal regions of elementwise ops become one call of a ``@fused`` function.
 
 A region is a run of op calls, in program order, that are elementwise (the
-``elementwise`` fact of ``chainrule/ir/op.py``), ``broadcast_to`` calls feeding
-them, and reductions (``sum``, ``mean``, ``max``, ``min``, ``prod``) of values
-the region computed. The region is outlined into a module function flagged
-``fused`` (printed ``@fused``, parsed back; ``verify`` checks it like any
-function) and replaced by one call of it; the values of the region that the
-rest of the program reads are its results (a tuple when there are several).
+``elementwise`` fact of ``chainrule/ir/op.py``), broadcasts feeding them
+(``broadcast``: ``broadcast_to``), and reductions (``reduction``: ``sum``,
+``mean``, ``max``, ``min``, ``prod``) of values the region computed. The
+region is outlined into a module function flagged ``fused`` (printed
+``@fused``, parsed back; ``verify`` checks it like any function) and replaced
+by one call of it; the values of the region that the rest of the program reads
+are its results (a tuple when there are several).
 
 Representation, and why: a fused region is an ordinary module function called
 through a ``GlobalVar``, so the interpreter runs it, ``verify`` types it, and
@@ -78,8 +79,6 @@ from ...ir.visitor import atoms_of, nested_blocks
 from ..base import Pass, register_pass, same_block, with_blocks
 
 FUSED = "fused"  # the flag of an outlined region's function
-REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod"})
-BROADCASTS = frozenset({"broadcast_to"})
 
 
 def _simple_call(value) -> bool:
@@ -93,7 +92,7 @@ def _fusible(binding: Binding) -> bool:
     if not _simple_call(v) or not isinstance(binding.var.type, TensorType):
         return False
     op = v.callee
-    return op.elementwise or op.name in BROADCASTS or op.name in REDUCTIONS
+    return op.elementwise or op.broadcast or op.reduction is not None
 
 
 class _Region:
@@ -194,14 +193,14 @@ class _Fuser:
                 for r in [r for r in touched if reads & r.ends]:  # reads a chain's end
                     self.flush(r, out, last_read, i, open_regions)
                     touched.remove(r)
-            if _fusible(b) and (touched or b.value.callee.name not in REDUCTIONS):
+            if _fusible(b) and (touched or b.value.callee.reduction is None):
                 target = self.merge(touched, region_of) if touched else _Region()
                 if not touched:
                     open_regions.append(target)
                 target.bindings.append((i, b))
                 target.members.add(b.var)
                 region_of[b.var] = target
-                if b.value.callee.name in REDUCTIONS:
+                if b.value.callee.reduction is not None:
                     target.ends.add(b.var)
                 continue
             for r in touched:  # it reads them: close them

@@ -103,6 +103,7 @@ from ...ir.types import ListType, TensorType
 from ...ir.visitor import atoms_of, nested_blocks, vars_used
 from ...ops.common import define
 from ...ops.stack import ROW_POOL, STACK_ALLOC, STACK_POP, STACK_POP_OR_ZERO, STACK_PUSH, RowStack
+from ...ops.stack_schedule import LOOP_CHECKPOINT, REVOLVE_NEXT
 from ..base import Pass, register_pass
 from ..cleanup.dce import dce_function
 from ..reverse.control import known_trips
@@ -110,7 +111,7 @@ from ..reverse.control import known_trips
 I64 = TensorType((), "i64")
 _POPS = (STACK_POP, STACK_POP_OR_ZERO)
 # ops that mark a checkpointed loop (binomial checkpointing): never batched
-_CHECKPOINTED = ("loop_checkpoint", "revolve_next")
+_CHECKPOINTED = (LOOP_CHECKPOINT, REVOLVE_NEXT)
 # Batching pays where one step's product is small enough for BLAS's call overhead to
 # dominate it: the numba gradient of the 100-step loop ran 0.386 -> 0.332x hand-written
 # NumPy with 4 KiB steps (16x32), 0.58 -> 0.50x with 8 KiB ones (16x64); with 64 KiB
@@ -274,8 +275,8 @@ def counted_down(node: While, defs: dict | None = None) -> int | None:
 
 def _straight(node: While) -> bool:
     """No nested loop, branch or function; no checkpointing op."""
-    return not any(nested_blocks(b.value) or (type(b.value) is Call and getattr(
-        b.value.callee, "name", "") in _CHECKPOINTED)
+    return not any(nested_blocks(b.value) or (type(b.value) is Call
+                                               and b.value.callee in _CHECKPOINTED)
         for blk in (node.cond, node.body) for b in blk.bindings)
 
 
@@ -452,8 +453,8 @@ def _batch_loop(bs: list, i: int, result):
     if len(node.loop_vars) < 2 or not _straight(node):
         return None
     top_defs = {x.var: x.value for x in bs[:i]}
-    if any(type(top_defs.get(a)) is Call and getattr(top_defs[a].callee, "name", "")
-           in _CHECKPOINTED for a in node.init):
+    if any(type(top_defs.get(a)) is Call and top_defs[a].callee in _CHECKPOINTED
+           for a in node.init):
         return None
     later = bs[i + 1:]
     reads = _reads_after(b.var, later, result)

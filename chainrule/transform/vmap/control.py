@@ -32,17 +32,11 @@ from ...ir.visitor import Mutator
 from ...rules.batching import CannotBatch
 from .types import any_batched, batched_type, effects_in, free_vars_of, full_bd, has_function, join
 
-# ops whose kernels may raise on the values they are given (factorizations of a matrix a
-# lane never meant to factor, the stacks of reverse mode): not run in lanes that do not
-# take the branch
-_RAISES_ON_VALUES = {"solve", "triangular_solve", "cholesky", "inv", "eigh", "eigvalsh", "eig",
-                     "eigvals", "svd", "svdvals", "qr", "pinv", "expm", "matrix_power",
-                     "adjugate", "mvn_solve", "mvn_logdet", "stack_pop", "stack_push",
-                     "stack_empty", "stack_nonempty"}
-
 
 def _op_is_safe(op: Op, call: Call) -> bool:
-    if op.effects or op.name in _RAISES_ON_VALUES:
+    # a kernel that may raise on values (a factorization of a matrix a lane never meant to
+    # factor, the stacks of reverse mode) is not run in lanes that do not take the branch
+    if op.effects or op.raises_on_values:
         return False
     key = call.attrs.get("key")
     if key is not None and any(type(k) is ArrayIndex for k in key):
