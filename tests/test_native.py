@@ -20,6 +20,7 @@ pytest.importorskip("numba", reason="pip install 'chainrule[fast]' (numba)")
 
 from chainrule.backend import numba as nb  # noqa: E402
 from chainrule.backend.codegen.generate import compile_module  # noqa: E402
+from chainrule.backend.numba import small  # noqa: E402
 from chainrule.backend.numba.loops import LoopProgram  # noqa: E402
 from chainrule.backend.numba.programs import (  # noqa: E402
     LOWERINGS,
@@ -87,10 +88,14 @@ def _program(name: str, kind: str):
     return entry.module, entry.tiers.func, inputs
 
 
+@pytest.mark.parametrize("held", ["as elements", "as arrays"])
 @pytest.mark.parametrize("name,kind", _catalog_programs())
-def test_catalog_programs_agree_with_the_numpy_code(name, kind):
+def test_catalog_programs_agree_with_the_numpy_code(name, kind, held, monkeypatch):
     """Each op's program (its reverse mode's too) as native code gives the NumPy code's
-    values; a program with an op of no numba form is refused, saying which."""
+    values, its small arrays held as elements (``small.py``) or as arrays; a program with
+    an op of no numba form is refused, saying which."""
+    if held == "as arrays":
+        monkeypatch.setattr(small, "SMALL_MAX", 0)
     module, func, args = _program(name, kind)
     try:
         src = program_source(module, func)
@@ -138,21 +143,31 @@ class _numpy_only:  # noqa: N801 - a context manager
 
 
 def test_orders_one_to_three_of_a_loop_with_branches(native):
+    """grad, its directional derivative, and the directional derivative of that (orders
+    1 to 3: forward over forward over reverse, the loop's stacks in each)."""
     def f(x):
         def body(i, c):
             return cnp.where(c > 0, cnp.sin(c) * x, c * c + x)
         return cnp.sum(cr.fori_loop(0, 4, body, x * 0.5))
 
+    u, v = np.array([1.0, 0.5]), np.array([-0.3, 1.0])
+
+    def second(x):
+        return cr.jvp(cr.grad(f), (x,), (u,))[1]
+
+    def third(x):
+        return cr.jvp(second, (x,), (v,))[1]
+
     x = np.array([0.4, -0.3])
-    derivs = [cr.jit(cr.grad(f), eager_compile=True),
-              cr.jit(cr.jacfwd(cr.grad(f)), eager_compile=True),
-              cr.jit(cr.jacfwd(cr.jacfwd(cr.grad(f))), eager_compile=True)]
+    derivs = [cr.jit(g, eager_compile=True) for g in (cr.grad(f), second, third)]
     with _numpy_only():
-        wants = [cr.jit(cr.grad(f))(x), cr.jit(cr.jacfwd(cr.grad(f)))(x),
-                 cr.jit(cr.jacfwd(cr.jacfwd(cr.grad(f))))(x)]
+        wants = [cr.jit(g)(x) for g in (cr.grad(f), second, third)]
     for d, want in zip(derivs, wants):
         _agree(d(x), want)
-    assert derivs[0].native_status(x) == "native"
+        assert d.native_status(x) == "native"
+    eps = 1e-5  # and the third derivative is the second's central difference
+    fd = (cr.jit(second)(x + eps * v) - cr.jit(second)(x - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(wants[2], fd, rtol=1e-6)
 
 
 def test_nested_gradient_in_a_while_loop_with_an_if(native):

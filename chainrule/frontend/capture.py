@@ -50,8 +50,8 @@ from .capture_objects import (
     _class_attribute,
     _inherited_attribute,
     _is_number,
-    _number_value,
     _library_function,
+    _number_value,
     _own_function,
     _slots,
 )

@@ -136,6 +136,7 @@ class LoopSource:
     result_tree: object
     helpers: str = HELPERS
     boundscheck: bool = False  # indices checked as NumPy checks them (whole programs)
+    opt_level: int = 3  # LLVM's: 1 for long functions, whose O3 takes minutes
 
 
 def _literal(c: Constant) -> str | None:
@@ -543,7 +544,7 @@ class LoopProgram:
         check = ", boundscheck=True" if self.src.boundscheck else ""
         disp = load_text(self.src.helpers + "\n\n" + f"@numba.njit({self.src.signature}, "
                          f'cache=True, error_model="numpy", nogil=True{check})\n'
-                         + self.src.text, self.src.name, "loops")
+                         + self.src.text, self.src.name, "loops", self.src.opt_level)
         consts = self.src.constants
         casts = [(np.ascontiguousarray if p.type.ndim else NP_SCALAR[str(p.type.dtype)])
                  for p in self.fn.params]

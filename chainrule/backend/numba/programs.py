@@ -22,10 +22,10 @@ Results agree with the NumPy code to a few units in the last place where the mat
 computed otherwise (a sum's order, numba's ``exp``): ``NATIVE_RTOL``.
 
 >>> import numpy as np, chainrule as cr, chainrule.numpy as cnp
->>> m = cr.trace(lambda x: cnp.sum(cnp.tanh(x) * 2.0), np.ones(3))
+>>> m = cr.trace(lambda x: cnp.sum(cnp.tanh(x) * 2.0), np.ones(100))
 >>> print(program_source(m, "main").text)
 def main(a0):
-    v0 = np.tanh(a0)
+    v0 = vm.tanh(a0)
     v1 = v0 * 2.0
     v2 = np.sum(v1)
     return (v2,)
@@ -48,6 +48,7 @@ from ...ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_POP_OR_ZE
 from ...ops.templates import slice_text
 from .loops import LoopSource, array_form
 from .products import HELPERS as STACK_HELPERS
+from .small import Decline, Elements, Small, is_small, simple, small_lowering
 from .source import _NB_NAME, NP_NAME, VECMATH, VECMATH32, Unfusable, scalar_form
 from .source import HELPERS as SCALAR_HELPERS
 
@@ -64,6 +65,24 @@ class Unsupported(Exception):
 
 # -- helpers the numba function may call ----------------------------------------------------
 HELPERS = STACK_HELPERS + '\n\n' + SCALAR_HELPERS + '''
+
+@numba.njit(cache=True, nogil=True)
+def max2(r, v):  # NumPy's maximum: NaN wins
+    return v if v > r or v != v else r
+
+
+@numba.njit(cache=True, nogil=True)
+def min2(r, v):
+    return v if v < r or v != v else r
+
+
+@numba.njit(cache=True, nogil=True)
+def index_in(i, n):  # NumPy's: a negative index counts from the end, past it IndexError
+    if i < 0:
+        i += n
+    if i < 0 or i >= n:
+        raise IndexError("index out of bounds")
+    return i
 
 @numba.njit(cache=True, nogil=True)
 def reduce_last(x, kind):  # 2-D (rows, n) -> (rows,): 0 max, 1 min, 2 prod
@@ -573,6 +592,7 @@ class _Writer:
         self.count = 0
         self.consumed: dict = {}  # stack form -> times used up (pushed onto, popped)
         self.empty: set = set()  # stack forms of stack_empty (see the stacks, below)
+        self.memo: dict = {}  # small arrays' elements read, arrays made of elements
 
     def fresh(self) -> str:
         self.count += 1
@@ -593,9 +613,8 @@ class _Writer:
         if isinstance(v, float) and not np.isfinite(v):
             text = "np.nan" if v != v else "np.inf" if v > 0 else "-np.inf"
             return text if kind == "f64" else f"{NP_NAME[kind]}({text})"
-        if kind in ("f64", "i64"):
-            return repr(v)
-        return f"{NP_NAME[kind]}({v!r})"
+        text = repr(v) if v >= 0 or v != v else f"({v!r})"  # -2.0 ** x is -(2.0 ** x)
+        return text if kind in ("f64", "i64") else f"{NP_NAME[kind]}({text})"
 
     def zero(self, t) -> str:
         return self.number(0, t)
@@ -612,6 +631,8 @@ class _Writer:
         if type(a) is Constant:
             if not a.data.ndim:
                 return self.number(a.data, a.type)
+            if is_small(a.type) and str(a.type.dtype) in DTYPES:
+                return Small(tuple(self.number(v, a.type) for v in a.data.ravel()), a.type)
             if str(a.type.dtype) not in DTYPES:
                 raise Unsupported(f"a constant array of {a.type.dtype}")
             self.constants.append(np.array(a.data, copy=True, order="C"))  # writeable
@@ -624,6 +645,8 @@ class _Writer:
         """New numba names holding a value of type ``t``."""
         if isinstance(t, TensorType):
             _check_tensor(t)
+            if is_small(t):
+                return Small(tuple(self.fresh() for _ in range(t.size)), t)
             return self.fresh()
         if isinstance(t, TupleType):
             return [self.fresh_form(f) for f in t.fields]
@@ -639,11 +662,68 @@ class _Writer:
         return s
 
     def assign(self, depth: int, forms, values) -> None:
-        names, texts = _flat(forms), _flat(values)
-        if len(names) != len(texts):
-            raise Unsupported("a value whose structure changes")
+        names, texts = [], []
+        self._pair(forms, values, names, texts, depth)
         if names:
             self.out(depth, f"{', '.join(names)} = {', '.join(texts)}")
+
+    def _pair(self, form, value, names: list, texts: list, depth: int) -> None:
+        if isinstance(form, list):
+            if not isinstance(value, list) or len(value) != len(form):
+                raise Unsupported("a value whose structure changes")
+            for f, v in zip(form, value):
+                self._pair(f, v, names, texts, depth)
+        elif isinstance(form, Small):
+            names += form.names
+            texts += self.elements(value, form.type, depth)
+        else:
+            names += _flat(form)
+            texts += _flat(self.arrays(value, depth))
+
+    # -- small arrays: elements and arrays made of them (memo: valid in the block) --------
+    def elements(self, form, t, depth: int) -> list[str]:
+        """The elements of a value of type ``t`` (a small array, or 0-d), read out of its
+        array once."""
+        if isinstance(form, Small):
+            return list(form.names)
+        if not t.shape:
+            return [form]
+        key = ("elements", form)
+        names = self.memo.get(key)
+        if names is None:
+            names = [self.fresh() for _ in range(t.size)]
+            reads = [f"{form}[{', '.join(map(str, i))}]" for i in np.ndindex(*t.shape)]
+            self.out(depth, f"{', '.join(names)} = {', '.join(reads)}")
+            self.memo[key] = names
+        return list(names)
+
+    def array(self, form, depth: int) -> str:
+        """A small array's elements as an array (once per block)."""
+        if not isinstance(form, Small):
+            return form
+        key = ("array", form.names, form.type)
+        name = self.memo.get(key)
+        if name is None:
+            t = form.type
+            name = self.fresh()
+            self.out(depth, f"{name} = np.empty({_shape_text(t.shape)}, {_dtype_name(t)})")
+            targets = [f"{name}[{', '.join(map(str, i))}]" for i in np.ndindex(*t.shape)]
+            self.out(depth, f"{', '.join(targets)} = {', '.join(form.names)}")
+            self.memo[key] = name
+        return name
+
+    def arrays(self, form, depth: int):
+        """``form`` with its small arrays made arrays."""
+        if isinstance(form, list):
+            return [self.arrays(f, depth) for f in form]
+        return self.array(form, depth)
+
+    def scoped(self, fill, *args) -> None:
+        """``fill(*args)`` writes a nested block: what it unpacks or makes is not seen
+        after it."""
+        saved = dict(self.memo)
+        fill(*args)
+        self.memo = saved
 
     # -- blocks ----------------------------------------------------------------------------
     def block(self, block, depth: int) -> None:
@@ -687,10 +767,40 @@ class _Writer:
         for a in v.args:
             _check_tensor(a.type)
         args = [self.atom(a) for a in v.args]
-        text = lower(Emit(self, args, [a.type for a in v.args], rt, v.attrs, depth))
+        types = [a.type for a in v.args]
+        if self.small(var, v, args, types, depth):
+            return
+        args = [self.array(a, depth) for a in args]
+        text = lower(Emit(self, args, types, rt, v.attrs, depth))
         target = self.fresh()
         self.out(depth, f"{target} = {_bare(text)}")
         self.where[var] = target
+
+    def small(self, var: Var, v: Call, args: list, types: list, depth: int) -> bool:
+        """Write ``var`` by its elements (``small.py``) when it is a small array or a
+        number made of small arrays and the op has an element form for them."""
+        rt = var.type
+        if not (is_small(rt) or not rt.shape and any(is_small(t) for t in types)):
+            return False
+        lower = small_lowering(v.callee)
+        if lower is None:
+            return False
+        mark = len(self.lines), self.count, dict(self.memo)
+        try:
+            texts = lower(Elements(self, args, types, rt, v.attrs, depth))
+        except Decline:
+            del self.lines[mark[0]:]
+            self.count, self.memo = mark[1], mark[2]
+            return False
+        names = []
+        for text in texts:
+            if not simple(text):
+                name = self.fresh()
+                self.out(depth, f"{name} = {_bare(text)}")
+                text = name
+            names.append(text)
+        self.where[var] = Small(tuple(names), rt) if rt.shape else names[0]
+        return True
 
     def loop(self, var: Var, w: While, depth: int) -> None:
         forms = [self.fresh_form(lv.type) for lv in w.loop_vars]
@@ -700,14 +810,7 @@ class _Writer:
         for lv, f in zip(w.loop_vars, forms):
             self.where[lv] = f
         self.out(depth, "while True:")
-        self.block(w.cond, depth + 1)
-        self.out(depth + 1, f"if not {self.atom(w.cond.result)}:")
-        self.out(depth + 2, "break")
-        self.block(w.body, depth + 1)
-        nexts = self.atom(w.body.result)
-        nexts = [nexts] if len(forms) == 1 else nexts
-        self.assign(depth + 1, forms, nexts)
-        self.take(nexts)
+        self.scoped(self._iteration, w, forms, depth + 1)
         # a loop variable's stack is used up by each iteration (at most once); after the
         # loop it holds the last iteration's value, not used up yet
         for s in _stacks(forms):
@@ -715,18 +818,29 @@ class _Writer:
                 raise Unsupported("a stack used twice in a loop (shared, not linear)")
         self.where[var] = forms[0] if len(forms) == 1 else forms
 
+    def _iteration(self, w: While, forms: list, depth: int) -> None:
+        self.block(w.cond, depth)
+        self.out(depth, f"if not {self.atom(w.cond.result)}:")
+        self.out(depth + 1, "break")
+        self.block(w.body, depth)
+        nexts = self.atom(w.body.result)
+        nexts = [nexts] if len(forms) == 1 else nexts
+        self.assign(depth, forms, nexts)
+        self.take(nexts)
+
+    def _arm(self, block, form, depth: int) -> None:
+        self.block(block, depth)
+        self.assign(depth, form, self.atom(block.result))
+        self.take(self.atom(block.result))
+
     def branch(self, var: Var, v: If, depth: int) -> None:
         form = self.fresh_form(var.type)
         before = dict(self.consumed)
         self.out(depth, f"if {self.atom(v.cond)}:")
-        self.block(v.then_block, depth + 1)
-        self.assign(depth + 1, form, self.atom(v.then_block.result))
-        self.take(self.atom(v.then_block.result))
+        self.scoped(self._arm, v.then_block, form, depth + 1)
         after_then, self.consumed = self.consumed, dict(before)
         self.out(depth, "else:")
-        self.block(v.else_block, depth + 1)
-        self.assign(depth + 1, form, self.atom(v.else_block.result))
-        self.take(self.atom(v.else_block.result))
+        self.scoped(self._arm, v.else_block, form, depth + 1)
         # one branch runs: a stack used up in both is used up once
         for s in set(after_then) | set(self.consumed):
             self.consumed[s] = max(after_then.get(s, 0), self.consumed.get(s, 0))
@@ -774,6 +888,11 @@ def _elem_leaves(t) -> list:
     return [t]
 
 
+def _leaves(form) -> list:
+    """A stack element's arrays (``_elem_leaves``' order)."""
+    return [x for f in form for x in _leaves(f)] if isinstance(form, list) else [form]
+
+
 def _elem_form(t, names):
     if isinstance(t, TupleType):
         return [_elem_form(f, names) for f in t.fields]
@@ -795,11 +914,16 @@ def _stack_empty(w: _Writer, var: Var, v: Call, depth: int) -> None:
 
 def _stack_push(w: _Writer, var: Var, v: Call, depth: int) -> None:
     _, bufs, n = w.consume(w.atom(v.args[0]))
-    values = _flat(w.atom(v.args[1]))
+    values = _leaves(w.atom(v.args[1]))
     new_bufs = []
     for buf, x in zip(bufs, values):
         new = w.fresh()
-        w.out(depth, f"{new} = stack_push({buf}, {n}, {x})")
+        if isinstance(x, Small):  # its elements written into the next row
+            w.out(depth, f"{new} = stack_room({buf}, {n})")
+            rows = [f"{new}[{', '.join([n, *map(str, i)])}]" for i in np.ndindex(*x.type.shape)]
+            w.out(depth, f"{', '.join(rows)} = {', '.join(x.names)}")
+        else:
+            w.out(depth, f"{new} = stack_push({buf}, {n}, {x})")
         new_bufs.append(new)
     new_n = w.fresh()
     w.out(depth, f"{new_n} = {n} + 1")
@@ -812,6 +936,17 @@ def _stack_pop(w: _Writer, var: Var, v: Call, depth: int) -> None:
     tops = []
     for buf, leaf in zip(bufs, _elem_leaves(elem)):
         top = w.fresh()
+        if is_small(leaf):  # its elements, read now (a later push may write the row)
+            row = top
+            if v.callee is STACK_POP:
+                w.out(depth, f"{row} = {buf}[{n} - 1]")
+            else:
+                w.out(depth, f"{row} = stack_top_or_zero({buf}, {n})")
+            top = Small(tuple(w.fresh() for _ in range(leaf.size)), leaf)
+            reads = [f"{row}[{', '.join(map(str, i))}]" for i in np.ndindex(*leaf.shape)]
+            w.out(depth, f"{', '.join(top.names)} = {', '.join(reads)}")
+            tops.append(top)
+            continue
         # a copy: a later push may write the slot while the popped value is read
         copy = ".copy()" if leaf.shape else ""
         if v.callee is STACK_POP:
@@ -838,6 +973,15 @@ def _split(w: _Writer, var: Var, v: Call, depth: int) -> None:
     x = w.atom(v.args[0])
     axis = v.attrs["axis"]
     start, parts = 0, []
+    if isinstance(x, Small):  # pieces of its elements
+        grid = np.arange(x.type.size).reshape(x.type.shape)
+        for ft in var.type.fields:
+            n = ft.shape[axis]
+            picks = grid[(slice(None),) * axis + (slice(start, start + n),)].ravel()
+            parts.append(Small(tuple(x.names[i] for i in picks), ft))
+            start += n
+        w.where[var] = parts
+        return
     for ft in var.type.fields:
         n = ft.shape[axis]
         key = ", ".join([":"] * axis + [f"{start}:{start + n}"])
@@ -862,6 +1006,13 @@ def _numba_type(t) -> str:
     return f"{nb}[{', '.join([':'] * (t.ndim - 1) + ['::1'])}]"
 
 
+# LLVM's optimization time grows faster than a function's length: at O3, a function of
+# 200 lines took 25 s, of 670 lines 10 minutes; at O1 14 s and 39 s (and their code ran
+# as fast, except matrix-vector code: an LSTM's 1.8x slower at O1)
+MAX_LINES_AT_O3 = 250
+MAX_LINES = 4000
+
+
 def program_source(module: Module, func: str) -> LoopSource:
     """``module[func]`` as one numba function, or ``Unsupported`` with the reason."""
     fn: Function = module[func]
@@ -874,7 +1025,7 @@ def program_source(module: Module, func: str) -> LoopSource:
         w.where[p] = f"a{k}"
         sig.append(_numba_type(p.type))
     w.block(fn.body, 1)
-    result = w.atom(fn.body.result)
+    result = w.arrays(w.atom(fn.body.result), 1)
     if _stacks(result):
         raise Unsupported("a stack as a result")
     shared = [s for s, k in w.consumed.items() if k > 1]
@@ -885,10 +1036,14 @@ def program_source(module: Module, func: str) -> LoopSource:
     names = [f"a{k}" for k in range(len(fn.params))] + consts
     body = "\n".join(w.lines)
     flat = _flat(result)
+    if len(w.lines) > MAX_LINES:
+        raise Unsupported(f"{len(w.lines)} lines of numba code (more than {MAX_LINES}: "
+                          f"numba would compile it for minutes)")
     text = (f"def {func}({', '.join(names)}):\n" + (body + "\n" if body else "")
             + f"    return ({', '.join(flat)}{',' if len(flat) == 1 else ''})\n")
     return LoopSource(func, text, f"({', '.join(sig)},)", tuple(w.constants),
-                      _tree(result), HELPERS, boundscheck=True)
+                      _tree(result), HELPERS, boundscheck=True,
+                      opt_level=3 if len(w.lines) <= MAX_LINES_AT_O3 else 1)
 
 
 def _dtype_of(arr: np.ndarray):

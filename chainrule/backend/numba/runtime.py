@@ -20,6 +20,7 @@ chainrule[fast]``), unless ``CHAINRULE_NATIVE=0``; fused regions and whole-loop 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -96,9 +97,31 @@ _LOADED: dict[str, object] = {}  # file path -> compiled dispatcher (one per pro
 _LOAD_LOCK = threading.Lock()
 
 
-def load_text(text: str, name: str, prefix: str):
+@contextlib.contextmanager
+def _optimization(level: int):
+    """numba's LLVM optimization level set to ``level`` while this thread compiles.
+    numba reads ``config.OPT`` whenever it builds a pass pipeline; its compiler lock
+    keeps other threads' compiles out meanwhile. Its cache key ignores the level, which
+    is safe here: a text's level is a function of the text."""
+    from numba.core import config
+    from numba.core.compiler_lock import global_compiler_lock
+
+    if level == int(config.OPT):
+        yield
+        return
+    with global_compiler_lock:
+        saved = config.OPT
+        config.OPT = config._OptLevel(level)
+        try:
+            yield
+        finally:
+            config.OPT = saved
+
+
+def load_text(text: str, name: str, prefix: str, opt_level: int = 3):
     """Function ``name`` of the numba module whose body is ``text`` (after the imports),
-    cached on disk as ``<prefix>_<hash of text>.py`` (``load_kernel``'s conventions)."""
+    cached on disk as ``<prefix>_<hash of text>.py`` (``load_kernel``'s conventions),
+    compiled at LLVM optimization level ``opt_level``."""
     if not text.startswith(HEADER):
         text = HEADER + text
     digest = hashlib.sha256(text.encode()).hexdigest()[:24]
@@ -118,7 +141,8 @@ def load_text(text: str, name: str, prefix: str):
         spec = importlib.util.spec_from_file_location(mod_name, path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[mod_name] = mod  # numba's cache locator finds functions by module
-        spec.loader.exec_module(mod)  # compiles, or loads the cached machine code
+        with _optimization(opt_level):
+            spec.loader.exec_module(mod)  # compiles, or loads the cached machine code
         disp = _LOADED[path] = getattr(mod, name)
         return disp
 

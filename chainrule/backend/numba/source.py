@@ -207,10 +207,10 @@ def _broadcast(shapes) -> tuple:
         raise Unfusable(f"shapes {shapes} do not broadcast together") from None
 
 
-def scalar_form(op: Op, attrs, out_type) -> str:
+def scalar_form(op: Op, attrs, out_type, vectorized: bool = True) -> str:
     """The format string computing one element of ``op`` with these attributes and this
-    result type (its ``ScalarForm``, or numba.vecmath's), or ``Unfusable`` (the reason
-    names the op)."""
+    result type (its ``ScalarForm``, or numba.vecmath's when ``vectorized``: in a loop
+    over elements), or ``Unfusable`` (the reason names the op)."""
     form = op.scalar
     if form is None:
         raise Unfusable(f"{op.name}: no scalar form (declare one: define(..., scalar=...))")
@@ -223,7 +223,7 @@ def scalar_form(op: Op, attrs, out_type) -> str:
         if form.floats_only:
             raise Unfusable(f"{op.name} on {dtype} (its scalar form is for floats)")
         return form.text if form.ints is None else form.ints
-    fast = (VECMATH if dtype == "f64" else VECMATH32).get(op)
+    fast = (VECMATH if dtype == "f64" else VECMATH32).get(op) if vectorized else None
     if fast is not None:
         return fast
     if dtype == "f32" and "math." in form.text:  # math's functions return float64
