@@ -411,3 +411,23 @@ def test_errors_name_the_problem():
         cr.hessian(3)
     with pytest.raises(ChainruleError):
         cr.jacfwd(lambda x: x, argnums=(0, 0))(x)
+
+
+def test_jacfwd_through_a_loop_batches_the_jvp_program():
+    """jacfwd of a function with a loop is the jvp program batched over the basis (as
+    JAX's): one loop carrying primal and tangents, no stacks of residuals for a second
+    loop to read; its values are jacrev's and the differences'."""
+    def f(x):
+        def body(i, c):
+            return cnp.where(c > 0, cnp.sin(c) * x, c * c + x) + 0.01 * i
+        return cr.fori_loop(0, 5, body, x * 0.5)
+
+    x = np.array([0.4, -0.3, 0.8])
+    jf = cr.jit(cr.jacfwd(f))
+    got = jf(x)
+    np.testing.assert_allclose(got, cr.jit(cr.jacrev(f))(x), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got, fd_jacobian(f, x), rtol=1e-6, atol=1e-9)
+    source = jf.source(x)
+    assert source.count("while ") == 1 and "stack" not in source, source
+    np.testing.assert_allclose(cr.jacfwd(cr.jacfwd(f))(x)[:, 1],
+                               fd_jacobian(cr.jacfwd(f), x)[:, 1], rtol=1e-6, atol=1e-8)

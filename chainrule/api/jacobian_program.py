@@ -142,7 +142,7 @@ class _Pieces:
     primal (or forward sweep) once, then one restricted copy of the tangent program
     (or pullback) per basis vector."""
 
-    def __init__(self, plan: _Plan, tf):
+    def __init__(self, plan: _Plan, tf, unzip: bool = True):
         from ..transform.forward.jvp import jvp
         from ..transform.forward.linearize import linearize
         from ..transform.reverse.gradient import vjp_module
@@ -159,11 +159,14 @@ class _Pieces:
         self.unzipped = True
         if plan.mode == "fwd":
             try:
+                if not unzip:
+                    raise CompiledHigherOrderError("asked for the jvp program")
                 self.module = linearize(tf.module, "main", wrt=plan.wanted)
                 self.copy_size = len(self.module["main_tangent"].body.bindings)
             except CompiledHigherOrderError:
-                # forward over the reverse mode of loops and branches: the jvp program is
-                # not unzipped, so each copy repeats the primal (merged where straight-line)
+                # not unzipped (asked for, or forward over the reverse mode of loops and
+                # branches): unrolled, each copy repeats the primal (merged where
+                # straight-line); batched by vmap, the primal stays unbatched: once
                 if _has_effects(tf.module):
                     raise  # the primal draws random numbers: it must run once (the tape)
                 self.unzipped = False
@@ -363,3 +366,14 @@ class _Chunked:
             aux = (out if isinstance(out, tuple) else (out,))[plan.n_target:]
         return tuple(blocks[o, j] for o in range(plan.n_target)
                      for j in range(len(pieces.in_types))) + tuple(aux)
+
+
+def has_loop(module: Module) -> bool:
+    """Whether a function of ``module`` has a ``while`` loop (at any depth)."""
+    blocks = [fn.body for fn in module.functions.values()]
+    while blocks:
+        for b in blocks.pop().bindings:
+            if type(b.value) is While:
+                return True
+            blocks.extend(nested_blocks(b.value))
+    return False
