@@ -86,8 +86,17 @@ def repeats(ns, full: int, quick: int) -> int:
 
 
 def _warm(fn, seconds: float = 0.25, at_least: int = 3) -> float:
-    """Call ``fn`` until ``seconds`` have passed (caches, page faults, lazy setup);
-    return the seconds of the last call."""
+    """Call ``fn`` until ``seconds`` have passed (caches, page faults, lazy setup), and
+    again once chainrule's native code, compiled in the background, is in (the steady
+    state); return the seconds of the last call."""
+    from chainrule.backend.numba import wait_idle
+
+    _calls(fn, seconds, at_least)
+    wait_idle()
+    return _calls(fn, seconds, at_least)
+
+
+def _calls(fn, seconds: float, at_least: int) -> float:
     start = time.perf_counter()
     k = 0
     while True:

@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from chainrule.backend.numba import wait_idle
+
 TOOLS = ("chainrule", "jax", "torch", "autograd")
 # the import name of each peer, for ``_common.peer`` and for the message of a skipped test
 PEER_PACKAGES = {"jax": "jax", "torch": "torch", "autograd": "autograd"}
@@ -365,6 +367,7 @@ def time_size(results: list[Result], prepared: dict, repeats: int, max_call: flo
                 r.detail = f"timed once ({r.first_s:.1f} s per call)"
                 continue
             try:
+                wait_idle()  # chainrule's native code, compiled in the background
                 t0 = time.perf_counter()
                 fn()
                 seconds = time.perf_counter() - t0

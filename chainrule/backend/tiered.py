@@ -113,8 +113,10 @@ class Tiered:
             compiled = (compile_program(module, self.func, self.eager)
                         if numba_enabled() else compile_module(module, self.func))
             if native_enabled() and getattr(compiled.compiled, "loop_program", None) is None:
-                # the whole program as native code, swapped in once compiled (numba)
-                attach_native(compiled, self.module, self.func, self.eager)
+                # the whole program as native code, swapped in once compiled (numba): in
+                # the background even when eager (numba may take seconds; the NumPy code
+                # is the compiled program meanwhile; runtime.wait_idle waits for it)
+                attach_native(compiled, self.module, self.func)
             # judged on the module the code was generated from (a numba program's regions
             # are calls of functions, never taken for fresh arrays)
             self.allocates_results = type(compiled) is CompiledFunction and (

@@ -12,8 +12,16 @@ without numba; ``vecmath`` and the kernels need it.
 
 from .program import attach_native, compile_loops, compile_program, native_status
 from .regions import compile_fused, regions, wait
-from .runtime import available, cache_dir, enabled, native_enabled, use_native, use_numba
+from .runtime import (
+    available,
+    cache_dir,
+    enabled,
+    native_enabled,
+    use_native,
+    use_numba,
+    wait_idle,
+)
 
 __all__ = ["attach_native", "available", "cache_dir", "compile_fused", "compile_loops",
            "compile_program", "enabled", "native_enabled", "native_status", "regions",
-           "use_native", "use_numba", "wait"]
+           "use_native", "use_numba", "wait", "wait_idle"]

@@ -155,7 +155,19 @@ _WORKER_LOCK = threading.Lock()
 
 def _work() -> None:
     while True:
-        _JOBS.get().compile()
+        job = _JOBS.get()
+        try:
+            job.compile()
+        finally:
+            _JOBS.task_done()
+
+
+def wait_idle(timeout: float | None = None) -> bool:
+    """Block until every compile asked for so far is done (native code swapped in, or
+    refused with its reason): for benchmarks of the steady state and for tests. Whether
+    that happened within ``timeout`` seconds."""
+    with _JOBS.all_tasks_done:
+        return _JOBS.all_tasks_done.wait_for(lambda: not _JOBS.unfinished_tasks, timeout)
 
 
 def submit(jobs) -> None:
