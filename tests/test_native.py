@@ -292,3 +292,29 @@ def test_gradbench_programs_run_natively_and_agree(name, function, native, monke
     with _numpy_only():
         want = module.prepare_chainrule(inputs)[function]()
     _agree(got, want)
+
+
+@pytest.mark.parametrize("case", ["add", "repeated add", "add a number", "set", "trailing"])
+def test_updates_at_arrays_of_positions(case):
+    """x.at[:, idx].add(g), a gather's adjoint: repeated positions add up (np.add.at),
+    negative ones count from the end."""
+    idx = np.array([[0, 2], [2, -1]])
+    x, g = np.ones((3, 40)), np.arange(12.0).reshape(3, 2, 2)
+    fns = {"add": lambda x, g: x.at[:, np.array([1, 4])].add(g[:, 0]),
+           "repeated add": lambda x, g: x.at[:, idx].add(g),
+           "add a number": lambda x, g: x.at[:, idx].add(2.0) * g[0, 0, 1],
+           "set": lambda x, g: x.at[np.array([0, -1])].set(g[:2, 0, :1] * 3.0),
+           "trailing": lambda x, g: x.reshape(3, 20, 2).at[:, np.array([3, 3, 7])].add(
+               g.reshape(3, 4)[:, :3, None])}
+    module = optimize(cr.trace(fns[case], x, g))
+    src = program_source(module, "main")
+    assert "update_at_axis" in src.text
+    _agree(LoopProgram(src, module["main"]).build()(x, g), compile_module(module, "main")(x, g))
+
+
+def test_an_update_at_a_position_out_of_range_raises():
+    module = optimize(cr.trace(lambda x, i: x.at[:, i].add(1.0), np.ones((2, 40)),
+                               np.array([0, 3])))
+    run = LoopProgram(program_source(module, "main"), module["main"]).build()
+    with pytest.raises(IndexError):
+        run(np.ones((2, 40)), np.array([0, 40]))

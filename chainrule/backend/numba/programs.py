@@ -104,6 +104,20 @@ def reduce_last(x, kind):  # 2-D (rows, n) -> (rows,): 0 max, 1 min, 2 prod
 
 
 @numba.njit(cache=True, nogil=True)
+def update_at_axis(out, idx, g, add):  # out (P, n, R) at idx (J,) of axis 1 from g (P, J, R)
+    n = out.shape[1]
+    for j in range(idx.shape[0]):  # np.add.at's order: repeated positions add up
+        k = index_in(idx[j], n)
+        for p in range(out.shape[0]):
+            for r in range(out.shape[2]):
+                if add:
+                    out[p, k, r] += g[p, j, r]
+                else:
+                    out[p, k, r] = g[p, j, r]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def matmul_batched(a, b, out):  # (..., m, k) @ (..., k, n) into out, the batches equal
     fa = a.reshape((-1,) + a.shape[-2:])
     fb = b.reshape((-1,) + b.shape[-2:])
@@ -481,7 +495,7 @@ def _index_add(e: Emit) -> str:
     must be distinct, as when the code generator writes ``t[key] += g``)."""
     base, g, *arrays = e.args
     if any(t.shape for t in e.types[2:]):
-        raise Unsupported("index_add at an array of positions (np.add.at)")
+        return _update_at_positions(e, add=True)
     out = e.temp(f"{base}.copy()")
     e.line(f"{out}[{_key(e, arrays)}] += {g}")
     return out
@@ -490,9 +504,35 @@ def _index_add(e: Emit) -> str:
 def _index_set(e: Emit) -> str:
     base, g, *arrays = e.args
     if any(t.shape for t in e.types[2:]):
-        raise Unsupported("index_set at an array of positions")
+        return _update_at_positions(e, add=False)
     out = e.temp(f"{base}.copy()")
     e.line(f"{out}[{_key(e, arrays)}] = {g}")
+    return out
+
+
+def _update_at_positions(e: Emit, add: bool) -> str:
+    """x.at[:, ..., idx].add(g) (or set): full slices, then one array of positions along
+    an axis (a gather's adjoint): x viewed as (leading, axis, trailing) and updated
+    there position by position (``update_at_axis``), repeated positions adding up as
+    ``np.add.at``'s."""
+    key = e.attrs["key"]
+    t = e.types[0]
+    where = [i for i, k in enumerate(key) if type(k) is ArrayIndex]
+    full = Slice(None, None, None)
+    if len(where) != 1 or any(k != full for i, k in enumerate(key) if i != where[0]):
+        raise Unsupported("an update at an array of positions after integers or None")
+    axis, it = where[0], e.types[2]
+    if it.dtype.numpy.kind not in "iu":
+        raise Unsupported("an update at a boolean mask")
+    lead = int(np.prod(t.shape[:axis], dtype=int))
+    rest = int(np.prod(t.shape[axis + 1:], dtype=int))
+    g_shape = t.shape[:axis] + it.shape + t.shape[axis + 1:]
+    g = e.args[1] if e.types[1].shape == g_shape else (
+        f"np.broadcast_to({e.args[1]}, {_shape_text(g_shape)})")
+    out = e.temp(f"{e.args[0]}.copy()")
+    e.line(f"update_at_axis({out}.reshape(({lead}, {t.shape[axis]}, {rest})), "
+           f"{_contiguous(e.args[2])}.ravel(), "
+           f"{_contiguous(g)}.reshape(({lead}, {it.size}, {rest})), {add})")
     return out
 
 
