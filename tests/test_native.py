@@ -20,6 +20,7 @@ pytest.importorskip("numba", reason="pip install 'chainrule[fast]' (numba)")
 
 from chainrule.backend import numba as nb  # noqa: E402
 from chainrule.backend.codegen.generate import compile_module  # noqa: E402
+from chainrule.backend.numba import program as nb_program  # noqa: E402
 from chainrule.backend.numba import small  # noqa: E402
 from chainrule.backend.numba.loops import LoopProgram  # noqa: E402
 from chainrule.backend.numba.programs import (  # noqa: E402
@@ -34,8 +35,10 @@ from chainrule.transform import optimize  # noqa: E402
 
 
 @pytest.fixture
-def native():
-    """Native code on (the test session runs the NumPy code: conftest.py)."""
+def native(monkeypatch):
+    """Native code on (the test session runs the NumPy code: conftest.py), swapped in
+    without a trial against the NumPy code (``test_a_straight_line_program_keeps_...``)."""
+    monkeypatch.setattr(nb_program, "TRIAL_CALLS", 0)
     nb.use_native(True)
     yield
     nb.use_native(None)
@@ -318,3 +321,28 @@ def test_an_update_at_a_position_out_of_range_raises():
     run = LoopProgram(program_source(module, "main"), module["main"]).build()
     with pytest.raises(IndexError):
         run(np.ones((2, 40)), np.array([0, 40]))
+
+
+def test_a_straight_line_program_keeps_the_faster_code(monkeypatch):
+    """After native code is in, a straight-line program runs it and its NumPy code in
+    turn, TRIAL_CALLS times each, and keeps the faster; a program with a loop keeps its
+    native code at once. The results are the same either way."""
+    monkeypatch.setattr(nb_program, "TRIAL_CALLS", 3)
+    nb.use_native(True)
+    try:
+        f = cr.jit(lambda x: cnp.sum(cnp.tanh(x) * x + cnp.sin(x) ** 2 - x / 3.0),
+                   eager_compile=True)
+        x = np.linspace(-1.0, 1.0, 5000)
+        want = f(x)
+        nb.wait_idle()
+        assert f.native_status(x).startswith("measuring")
+        for _ in range(6):
+            _agree(f(x), want)
+        status = f.native_status(x)
+        assert status == "native" or status.startswith("numpy: its NumPy code ran faster")
+        _agree(f(x), want)
+        g = cr.jit(lambda x: cr.fori_loop(0, 3, lambda i, c: c * 0.5 + x, x), eager_compile=True)
+        _natively(g, X)
+        assert g.native_status(X) == "native"
+    finally:
+        nb.use_native(None)

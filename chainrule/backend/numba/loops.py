@@ -534,9 +534,13 @@ class LoopProgram:
         """Run ``compiled`` through the numba function (once it is ready)."""
         with self._lock:  # against compile() finishing between the test and the append
             if self.run is not None:
-                compiled.fn = self.run
+                self.install(compiled)
             else:
                 self.targets.append(compiled)
+
+    def install(self, compiled) -> None:
+        """Swap the numba function into ``compiled``."""
+        compiled.fn = self.run
 
     def build(self):
         from .runtime import load_text
@@ -564,10 +568,10 @@ class LoopProgram:
             run = self.build()
             with self._lock:
                 self.run = run
+                self.state = "ready"
                 for c in self.targets:
-                    c.fn = run
+                    self.install(c)
                 self.targets.clear()
-            self.state = "ready"
         except Exception as exc:  # numba refused: the NumPy code stays
             self.state = f"numpy: numba failed: {type(exc).__name__}: {str(exc)[:300]}"
         finally:
