@@ -198,6 +198,49 @@ def ratio(a, b):
     return None if a is None or b is None else a / b
 
 
+# the tools of summary lines: chainrule, hand-written NumPy, and the peers
+SUMMARY_TOOLS = ("chainrule", "numpy", "jax", "torch", "autograd")
+
+
+def summary(workload: str, times: dict, note: str = "") -> None:
+    """Record a headline row for ``run_all.py``'s table of ratios: ``times`` maps a tool of
+    ``SUMMARY_TOOLS`` to its min seconds per call for ``workload``, measured in this run
+    (tools not installed or not timed absent, or None). Appends one JSON line to the file
+    ``CHAINRULE_BENCH_SUMMARY`` names, with the script and the load average; does nothing
+    when that variable is not set (a script run on its own)."""
+    path = os.environ.get("CHAINRULE_BENCH_SUMMARY")
+    if not path:
+        return
+    unknown = set(times) - set(SUMMARY_TOOLS)
+    if unknown:
+        raise ValueError(f"summary({workload!r}): unknown tools {sorted(unknown)} "
+                         f"(known: {', '.join(SUMMARY_TOOLS)})")
+    import datetime
+    import json
+
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else "?"
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = (os.path.relpath(script, here) if script.startswith(here + os.sep)
+              else os.path.basename(script))
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    line = {"workload": workload, "script": script,
+            "times": {tool: float(t) for tool, t in times.items() if t is not None},
+            "note": note, "load": load,
+            "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")}
+    with open(path, "a") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def mins(rows: dict, tools: dict) -> dict:
+    """``tool -> min seconds`` for ``summary`` from a ``compare`` result ``rows``
+    (``name -> (min, median)``); ``tools`` maps each tool to its row's name, and rows not
+    measured (a peer not installed) are left out."""
+    return {tool: rows[name][0] for tool, name in tools.items() if name in rows}
+
+
 def _version(name, mod) -> str:
     try:
         from importlib.metadata import version

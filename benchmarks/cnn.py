@@ -35,6 +35,7 @@ import numpy as np
 import chainrule as cr
 import chainrule.nn as F
 import chainrule.numpy as cnp
+from chainrule import optim
 
 
 def _example():
@@ -60,7 +61,7 @@ def digits_like(seed: int = 0):
 # -- one epoch --------------------------------------------------------------------------------
 def chainrule_epoch(x, y):
     params = EX.init_params(np.random.default_rng(0))
-    opt = EX.adam(5e-3)
+    opt = optim.adam(5e-3)
     state = [params, opt.init(params)]
     step = EX.make_step(opt)
     steps = len(y) // BATCH

@@ -95,6 +95,10 @@ def against_hand(params, x, labels, v, ref, reps: int) -> None:
         fns["JAX jit(jvp(grad)), all arrays arguments"] = (
             lambda: [a.block_until_ready() for a in jhvp(*jargs)])
     r = C.compare(fns, reps)
+    C.summary(f"mlp jit(hvp) B={x.shape[0]} f64, all arrays args",
+              C.mins(r, {"chainrule": "chainrule jit(hvp), all arrays arguments", "numpy": "hand",
+                         "jax": "JAX jit(jvp(grad)), all arrays arguments"}),
+              "numpy: forward-over-reverse by hand")
     hand = r.pop("hand")
     rows = [["hand-written NumPy", hand[0] * 1e3, hand[1] * 1e3, 1.0, 1.0]]
     rows += [[name, t[0] * 1e3, t[1] * 1e3, t[0] / hand[0], t[1] / hand[1]]
@@ -154,6 +158,7 @@ def main() -> None:
     rng = np.random.default_rng(1)
     v = [rng.standard_normal(q.shape).astype(dtype) for q in params]
     rows, notes = [], []
+    hvp_min = {}  # tool -> min seconds of its hvp, for the summary
 
     def pair(grad_fn, hvp_fn):
         r = C.compare({"grad": grad_fn, "hvp": hvp_fn}, reps)
@@ -168,6 +173,7 @@ def main() -> None:
     ref = cr.hvp(f, (params,), (v,))
     notes.append(f"chainrule hvp first call {(time.perf_counter() - t0) * 1e3:.0f} ms")
     t_grad, t_hvp = pair(lambda: g(params), lambda: cr.hvp(f, (params,), (v,)))
+    hvp_min["chainrule"] = t_hvp[0]
     rows.append(["chainrule", t_grad[0] * 1e3, t_hvp[0] * 1e3, t_hvp[0] / t_grad[0],
                  t_hvp[1] / t_grad[1]])
     jax = C.peer("jax")
@@ -183,6 +189,7 @@ def main() -> None:
         assert all(np.allclose(a, b) for a, b in zip(out, ref))
         t_grad, t_hvp = pair(lambda: [a.block_until_ready() for a in jgrad(jp, jx, jlab)],
                              lambda: [a.block_until_ready() for a in jhvp(jp, jv)])
+        hvp_min["jax"] = t_hvp[0]
         rows.append(["JAX jit (jvp of grad)", t_grad[0] * 1e3, t_hvp[0] * 1e3,
                      t_hvp[0] / t_grad[0], t_hvp[1] / t_grad[1]])
     torch = C.peer("torch")
@@ -201,6 +208,7 @@ def main() -> None:
 
         assert all(np.allclose(a.numpy(), b) for a, b in zip(thvp(), ref))
         t_grad, t_hvp = pair(tgrad, thvp)
+        hvp_min["torch"] = t_hvp[0]
         rows.append(["PyTorch double backward", t_grad[0] * 1e3, t_hvp[0] * 1e3,
                      t_hvp[0] / t_grad[0], t_hvp[1] / t_grad[1]])
     ag = C.peer("autograd")
@@ -220,8 +228,11 @@ def main() -> None:
         ahvp = ag.grad(lambda ps, vs: sum(anp.sum(g * w) for g, w in zip(agrad(ps), vs)))
         assert all(np.allclose(a, b) for a, b in zip(ahvp(params, v), ref))
         t_grad, t_hvp = pair(lambda: agrad(params), lambda: ahvp(params, v))
+        hvp_min["autograd"] = t_hvp[0]
         rows.append(["autograd (reverse over reverse)", t_grad[0] * 1e3, t_hvp[0] * 1e3,
                      t_hvp[0] / t_grad[0], t_hvp[1] / t_grad[1]])
+    C.summary(f"mlp hvp B={ns.batch} f64", hvp_min,
+              "the tools timed one after the other, not interleaved")
     against_hand(params, x, labels, v, ref, reps)
     loop_case(reps)
     C.table(f"MLP loss, B={ns.batch} float64: hvp vs grad, {reps} repeats; {C.versions()}",

@@ -130,6 +130,11 @@ def run_shape(batch: int, width: int, steps: int, reps: int) -> None:
         notes.append(f"JAX first call {(time.perf_counter() - t0) * 1e3:.0f} ms")
         rows["JAX jit (lax.scan)"] = lambda: jvg(jw, jx)[1].block_until_ready()
     rows = C.compare(rows, reps)
+    C.summary(f"loop100 grad {batch}x{width}",
+              C.mins(rows, {"chainrule": "chainrule (fori_loop, compiled)",
+                            "numpy": "hand-written NumPy", "jax": "JAX jit (lax.scan)",
+                            "torch": "PyTorch eager", "autograd": "autograd"}),
+              "chainrule fori_loop; JAX lax.scan; autograd and PyTorch unrolled")
     h_min, h_med = rows["hand-written NumPy"]
     out = [[name, lo * 1e3, med * 1e3, lo / h_min, med / h_med]
            for name, (lo, med) in rows.items()]

@@ -253,6 +253,10 @@ def main() -> None:
                    for name, (lo, med) in rows.items()]
             C.table(f"B={batch} {np.dtype(dtype).name}",
                     ["", "min ms", "median ms", "min/hand", "med/hand"], out)
+            C.summary(f"mlp grad B={batch} f{np.dtype(dtype).itemsize * 8}",
+                      C.mins(rows, {"chainrule": "chainrule", "numpy": "hand-written NumPy",
+                                    "jax": "JAX jit", "torch": "PyTorch eager",
+                                    "autograd": "autograd"}))
             f_min = extra["chainrule forward"][0]
             hf_min = extra["hand forward"][0]
             summary.append([f"B={batch} {np.dtype(dtype).name}", rows["chainrule"][0] / h_min,

@@ -139,6 +139,9 @@ def main() -> None:
         fns["jax forward"] = lambda: block(jx[0](*jargs))
         fns["jax grad"] = lambda: block(jx[1](*jargs))
     times = C.compare(fns, reps)
+    C.summary("odeint grad (neural ODE)",
+              C.mins(times, {"chainrule": "cr grad", "jax": "jax grad",
+                             "autograd": "autograd grad"}))
     base = {"forward": times["cr forward"][0], "grad": times["cr grad"][0]}
     rows = []
     for name, (best, median) in times.items():

@@ -171,6 +171,11 @@ def main() -> None:
         if ag is not None:
             fns["autograd"] = looped(autograd_stepper(ag, params, X, Y), params)
         times = C.compare(fns, reps)
+        C.summary(f"tape training step {label}",
+                  C.mins(times, {"chainrule": "chainrule tape (cached compiled pullback)",
+                                 "numpy": "NumPy, hand-written backprop",
+                                 "torch": "PyTorch eager", "autograd": "autograd"}),
+                  f"MLP {'-'.join(map(str, sizes))}, batch {batch}")
         base = times["NumPy, hand-written backprop"]
         rows = [[name, mn * 1e6, md * 1e6, mn / base[0], md / base[1]]
                 for name, (mn, md) in times.items()]

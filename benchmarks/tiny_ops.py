@@ -100,6 +100,9 @@ def main() -> None:
     npf = make_loss(np, n)
     rows["NumPy forward alone"] = lambda: npf(x, y)
     rows = C.compare(rows, reps)
+    C.summary(f"tiny ops grad ({n} ops)",
+              C.mins(rows, {"chainrule": "chainrule grad (compiled)", "jax": "JAX jit grad",
+                            "torch": "PyTorch eager grad", "autograd": "autograd grad"}))
     base = rows["NumPy forward alone"]
     out = [[name, lo / n * 1e6, med / n * 1e6, lo / base[0], med / base[1]]
            for name, (lo, med) in rows.items()]

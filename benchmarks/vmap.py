@@ -107,7 +107,10 @@ def per_example_row(batch: int, reps: int) -> list:
         targs = (tuple(torch.tensor(p) for p in params), torch.tensor(x), torch.tensor(labels))
         assert np.allclose(tf(*targs)[0].numpy(), want[0], atol=1e-10)
         fns["torch"] = lambda: tf(*targs)
-    ms = {k: v[0] * 1e3 for k, v in C.compare(fns, reps).items()}
+    times = C.compare(fns, reps)
+    C.summary(f"per-example grads B={batch}",
+              C.mins(times, {"chainrule": "vmap", "jax": "jax", "torch": "torch"}))
+    ms = {k: v[0] * 1e3 for k, v in times.items()}
     return [f"batch {batch}", ms["vmap"], ms["loop"], ms.get("jax"), ms.get("torch"),
             C.ratio(ms["loop"], ms["vmap"]), C.ratio(ms["vmap"], ms.get("jax")), first * 1e3]
 
@@ -164,7 +167,10 @@ def jacobians(ns) -> None:
         if jax is not None:
             j1, j, jresult = time_jax(jax, name, w, x, reps)
             assert np.allclose(jresult, result, atol=1e-10)
-        rows.append([f"{name} {n}->{n if name != 'hessian' else 1}", v * 1e3, u * 1e3,
+        label = f"{name} {n}->{n if name != 'hessian' else 1}"
+        C.summary(label, {"chainrule": v, "jax": j},
+                  "the tools timed one after the other, not interleaved")
+        rows.append([label, v * 1e3, u * 1e3,
                      None if j is None else j * 1e3, u / v, v1 * 1e3, u1 * 1e3,
                      None if j1 is None else j1 * 1e3])
     C.table("Jacobians of x -> tanh(W x), 256 inputs, float64 (ms, min)",

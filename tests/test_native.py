@@ -19,8 +19,8 @@ from chainrule.errors import ChainruleError
 pytest.importorskip("numba", reason="pip install 'chainrule[fast]' (numba)")
 
 from chainrule.backend import numba as nb  # noqa: E402
+from chainrule.backend import policy  # noqa: E402
 from chainrule.backend.codegen.generate import compile_module  # noqa: E402
-from chainrule.backend.numba import program as nb_program  # noqa: E402
 from chainrule.backend.numba import small  # noqa: E402
 from chainrule.backend.numba.loops import LoopProgram  # noqa: E402
 from chainrule.backend.numba.programs import (  # noqa: E402
@@ -38,7 +38,7 @@ from chainrule.transform import optimize  # noqa: E402
 def native(monkeypatch):
     """Native code on (the test session runs the NumPy code: conftest.py), swapped in
     without a trial against the NumPy code (``test_a_straight_line_program_keeps_...``)."""
-    monkeypatch.setattr(nb_program, "TRIAL_CALLS", 0)
+    monkeypatch.setattr(policy, "TRIAL_CALLS", 0)
     nb.use_native(True)
     yield
     nb.use_native(None)
@@ -327,7 +327,7 @@ def test_a_straight_line_program_keeps_the_faster_code(monkeypatch):
     """After native code is in, a straight-line program runs it and its NumPy code in
     turn, TRIAL_CALLS times each, and keeps the faster; a program with a loop keeps its
     native code at once. The results are the same either way."""
-    monkeypatch.setattr(nb_program, "TRIAL_CALLS", 3)
+    monkeypatch.setattr(policy, "TRIAL_CALLS", 3)
     nb.use_native(True)
     try:
         f = cr.jit(lambda x: cnp.sum(cnp.tanh(x) * x + cnp.sin(x) ** 2 - x / 3.0),

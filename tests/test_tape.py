@@ -361,10 +361,10 @@ def test_structure_key_tells_scalars_apart_exactly():
 
 
 def test_pullback_cache_is_bounded(monkeypatch):
-    from chainrule.tape import pullback
+    from chainrule.backend import policy
 
     graph_module = sys.modules["chainrule.tape.graph"]
-    monkeypatch.setattr(pullback, "CACHE_ENTRIES", 4)
+    monkeypatch.setattr(policy, "PULLBACK_CACHE_ENTRIES", 4)
     graph_module._BACKWARD_CACHE.clear()
     for n in range(1, 12):  # a dynamic graph: a new structure every step
         x = ct.tensor(np.array([0.1]), requires_grad=True)

@@ -12,7 +12,7 @@ from op_catalog import CATALOG
 import chainrule as cr
 import chainrule.numpy as cnp
 from chainrule.api.forward import hvp
-from chainrule.backend import tiered
+from chainrule.backend import policy, tiered
 from chainrule.errors import CodegenError, InterpretError
 
 
@@ -62,7 +62,7 @@ def test_catalog_gradients_agree_between_tiers(name):
 
 
 def test_compiles_when_called_again_often_enough(monkeypatch):
-    monkeypatch.setattr(tiered, "INTERPRETED_CALLS", 3)
+    monkeypatch.setattr(policy, "INTERPRETED_CALLS", 3)
     vg = cr.value_and_grad(lambda x: cnp.sum(cnp.tanh(x) ** 2))
     x = np.linspace(-1, 1, 5)
     results = [vg(x) for _ in range(5)]
@@ -140,7 +140,7 @@ def test_vjp_hvp_and_linearize_agree_between_tiers():
 
 
 def test_a_program_python_cannot_compile_stays_interpreted(monkeypatch):
-    monkeypatch.setattr(tiered, "INTERPRETED_CALLS", 1)
+    monkeypatch.setattr(policy, "INTERPRETED_CALLS", 1)
 
     def refuse(*args, **kwargs):
         raise CodegenError("too deep")
@@ -167,7 +167,7 @@ def test_nested_transforms_run_through_the_outer_trace():
 def test_interpreted_calls_leave_no_reference_cycles(monkeypatch):
     import gc
 
-    monkeypatch.setattr(tiered, "INTERPRETED_CALLS", 10**9)
+    monkeypatch.setattr(policy, "INTERPRETED_CALLS", 10**9)
     loss = lambda ps, x: cnp.sum(cnp.tanh(x @ ps[0]) * ps[1])  # noqa: E731
     ps, x = [np.ones((3, 2)), np.ones(2)], np.ones((4, 3))
     fns = [cr.value_and_grad(loss), cr.jit(loss)]

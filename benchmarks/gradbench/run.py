@@ -142,6 +142,21 @@ def report(results: list[H.Result], tools: list[str], check_only: bool) -> None:
     sys.stdout.flush()
 
 
+def summaries(results: list[H.Result]) -> None:
+    """One ``C.summary`` line per (eval, size, function): the min times of the tools
+    timed, and in the note the tools that failed or were timed once."""
+    by_key: dict = {}
+    for r in results:
+        by_key.setdefault((r.eval, r.size, r.function), []).append(r)
+    for (ev, size, function), rs in by_key.items():
+        times = {r.tool: r.min_s for r in rs if r.status == "ok" and r.min_s}
+        notes = [f"{r.tool} {r.status}" for r in rs if r.status in ("error", "wrong")]
+        notes += [f"{r.tool} timed once" for r in rs
+                  if r.status == "ok" and r.detail.startswith("timed once")]
+        if times or notes:
+            C.summary(f"gradbench {ev} {size} {function}", times, ", ".join(notes))
+
+
 def log(line: str) -> None:
     print(line, flush=True)
 
@@ -172,6 +187,8 @@ def main(argv=None) -> int:
             results.extend(rs)
             print(f"  ({name} {size}: {time.perf_counter() - t0:.1f} s)", flush=True)
     report(results, tools, ns.check_only)
+    if not ns.check_only:
+        summaries(results)
     print(C.uptime())
     if ns.json:
         meta = {"started": started.isoformat(), "argv": sys.argv[1:], "tools": tools,

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from ..backend import policy
 from ..emit.trace import Traced
 from ..errors import ArgumentError, ChainruleWarning
 from ..ir.array import Array
@@ -117,8 +118,6 @@ class StaticArgs:
     by position, or a position given by name, is static too), and every Python
     int/bool/str leaf of an argument that is not differentiated."""
 
-    IMPLICIT_LIMIT = 8  # values of undeclared static arguments compiled per signature
-    RETRACE_WARNING = 32  # static values compiled for one signature: say so
 
     def __init__(self, f, static_argnums, static_argnames, what: str):
         self.f = f
@@ -154,16 +153,17 @@ class StaticArgs:
 
     def too_many(self, call: BoundCall, sig) -> bool:
         """Whether a call with undeclared static values (a Python int) should run
-        uncompiled: ``IMPLICIT_LIMIT`` values were compiled already for its signature
+        uncompiled: ``policy.IMPLICIT_STATIC_LIMIT`` values were compiled already for its
+        signature
         (an iteration counter would otherwise compile a program at every call)."""
-        if not call.implicit or len(self.values.get(sig, ())) < self.IMPLICIT_LIMIT:
+        if not call.implicit or len(self.values.get(sig, ())) < policy.IMPLICIT_STATIC_LIMIT:
             return False
         if not self.warned:
             self.warned = True
             warnings.warn(
                 f"{self.what}({getattr(self.f, '__name__', 'f')}) was compiled for "
-                f"{self.IMPLICIT_LIMIT} values of its Python int/bool/str arguments (static: "
-                f"baked into the program); new values run uncompiled instead of compiling "
+                f"{policy.IMPLICIT_STATIC_LIMIT} values of its Python int/bool/str arguments "
+                f"(static: baked into the program); new values run uncompiled instead of compiling "
                 f"again. Declare the argument in static_argnums to compile every value, or, if "
                 f"the function only computes with it (no shapes, slices or branches), pass "
                 f"np.int64(i) to trace it as a value", ChainruleWarning, stacklevel=4)
@@ -171,12 +171,12 @@ class StaticArgs:
 
     def compiled(self, call: BoundCall, sig, label: str) -> None:
         """Count the static values compiled for a signature (and say when a declared
-        static argument has compiled ``RETRACE_WARNING`` programs)."""
+        static argument has compiled ``policy.RETRACE_WARNING`` programs)."""
         if call.key is None:
             return
         seen = self.values.setdefault(sig, set())
         seen.add(call.key)
-        if len(seen) == self.RETRACE_WARNING:
+        if len(seen) == policy.RETRACE_WARNING:
             warnings.warn(f"{label} was compiled for {len(seen)} values of its static "
                           f"arguments: each new value compiles anew", ChainruleWarning,
                           stacklevel=5)

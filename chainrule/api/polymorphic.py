@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import weakref
 
+from ..backend import policy
 from ..frontend.capture import Stale
 from ..frontend.polymorphic import leaf_types, specs_of
 from ..ir.op import is_dispatched
@@ -42,9 +43,6 @@ def symbolic_types(f, polymorphic_shapes, name: str, args) -> list | None:
         return None
     types = leaf_types(specs, tuple(args))
     return types + [None] * (len(leaves) - len(types))
-
-
-MAX_PROGRAMS = 64  # per function; then the oldest is dropped
 
 
 def run_cached(f, name: str, args, types, build, run):
@@ -74,7 +72,7 @@ def run_cached(f, name: str, args, types, build, run):
             del per_f[key]
     program = build()
     if not getattr(program, "lifted", False) and not getattr(program, "outer", False):
-        if len(per_f) >= MAX_PROGRAMS:
+        if len(per_f) >= policy.MAX_PROGRAMS:
             del per_f[next(iter(per_f))]
         per_f[key] = program
     return run(program)

@@ -11,19 +11,10 @@ once or twice never earns that back. So a ``Tiered`` program:
 - tier 1: runs the program as the AD pass made it, in the interpreter (the
   reference semantics: the same kernels, the same argument checks and the same
   ``InterpretError`` naming the op and the binding when a kernel fails);
-- tier 2: optimizes it and runs generated code from call ``INTERPRETED_CALLS + 1``
-  on (the 16th).
+- tier 2: optimizes it and runs generated code from call
+  ``policy.INTERPRETED_CALLS + 1`` on (the 16th).
 
-Why a call count, and 15: on small arrays (where the compiler's own time matters)
-optimize + codegen + ``compile()`` cost about 60 µs per binding once, and the
-interpreter about 3.5 µs per binding per call more than the generated code
-(benchmarks/many_functions.py, one thread), so compiling pays off after about 17
-calls; compiling then (the ski-rental rule) never costs more than twice the better
-choice. On large arrays both tiers spend their time in the same NumPy kernels (the
-interpreter frees values at their last use, as the generated code does). A count
-keeps the behaviour the same on every machine (memory, errors, tests), which a
-timer would not; a background thread would compete for the GIL with the caller's
-own Python work, since the passes and the interpreter are Python code.
+The numbers and their reasons are the execution policy's (``policy.py``).
 
 ``eager=True`` compiles before the first call (for benchmarks of the compiled
 code, or to see compile errors at once); the environment variable
@@ -48,7 +39,6 @@ deeper than Python allows), the program stays in the interpreter.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 
@@ -56,6 +46,7 @@ from ..errors import CodegenError, InterpretError
 from ..ir.collector import paused
 from ..ir.nodes import Module
 from ..transform.lowering.logsumexp_sharing import share_logsumexp
+from . import policy
 from .codegen.generate import CompiledFunction, compile_module
 from .execution import coerce_args, results_allocated
 from .interpret import Interpreter
@@ -63,13 +54,6 @@ from .numba import attach_native, compile_program, native_enabled
 from .numba import enabled as numba_enabled
 
 _KERNEL_FAILED = re.compile(r"(.*? \(binding [^ )]*)(\) failed: .*)", re.S)
-INTERPRETED_CALLS = 15
-
-
-def eager_default() -> bool:
-    """Whether transforms compile before their first call unless told otherwise
-    (``CHAINRULE_EAGER_COMPILE=1`` in the environment)."""
-    return os.environ.get("CHAINRULE_EAGER_COMPILE", "") not in ("", "0")
 
 
 class Tiered:
@@ -86,7 +70,7 @@ class Tiered:
         self.func = func
         self.params = raw[func].params
         self.prepare = prepare
-        self.eager = eager_default() if eager is None else bool(eager)
+        self.eager = policy.eager_default() if eager is None else bool(eager)
         self.compiled: CompiledFunction | None = None
         self.calls = 0  # interpreted so far
         self._module = None if prepare is not None else raw
@@ -128,7 +112,7 @@ class Tiered:
     def __call__(self, *args):
         if self.compiled is not None:
             return self.compiled(*args)
-        if not self._no_codegen and (self.eager or self.calls >= INTERPRETED_CALLS):
+        if not self._no_codegen and policy.compile_now(self.calls, self.eager):
             try:
                 return self.compile()(*args)
             except CodegenError:

@@ -18,6 +18,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..backend import policy
 from ..errors import ChainruleError, GradientError
 from ..ir.builder import Builder
 from ..ir.infer import type_call
@@ -299,14 +300,6 @@ def _seed(loss: Tensor, gradient):
     return seed
 
 
-# Building and compiling a pullback costs about 15 eager backwards of its structure,
-# whatever its size; small structures are compiled the second time they are seen (a
-# training loop gets to generated code at once), a very large one only once it has come
-# back often enough to pay for it (a 100,000-op tape: 20 sightings, not a 30 s compile
-# on the second backward).
-CODEGEN_NODES_PER_SIGHTING = 5000
-
-
 class _Seen:
     """A structure backpropagated eagerly so far: its pullback is built once it has been
     seen ``due`` times."""
@@ -316,7 +309,7 @@ class _Seen:
     def __init__(self, layout: _Layout):
         self.n_nodes = len(layout.nodes)
         self.count = 1
-        self.due = max(2, self.n_nodes // CODEGEN_NODES_PER_SIGHTING)
+        self.due = policy.sightings_before_codegen(self.n_nodes)
 
 
 def _run(layout: _Layout, seed, create_graph: bool):

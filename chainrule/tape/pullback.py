@@ -2,13 +2,14 @@
 
 A ``Pullback`` is built from a laid-out graph by the ``gradient`` machinery
 (``vjp_module``): the reverse sweep becomes a function ``backward(saved
-forward values..., cotangent) -> leaf gradients``. The first time a
-structure is seen its pullback is interpreted straight away (with values
-freed after their last use), which costs far less than optimizing and
-generating code for a graph that may never come back (a dynamic graph, a
-huge one-off tape). When the same structure comes back, the pullback is
-optimized and compiled to Python source once, and every later backward of
-that structure runs the generated code.
+forward values..., cotangent) -> leaf gradients``. A structure is first
+backpropagated eagerly, rule by rule (``eager.py``), which costs far less than
+building and compiling a pullback for a graph that may never come back (a
+dynamic graph, a huge one-off tape); once it has been seen
+``policy.sightings_before_codegen`` times (twice, for up to 10,000 ops), its
+pullback is built, optimized and compiled to Python source once, and every later
+backward of that structure runs the generated code. Derivatives of derivatives
+(``create_graph=True``) run the pullback in the interpreter, recording.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from __future__ import annotations
 import threading
 from collections import Counter, OrderedDict
 
+from ..backend import policy
 from ..backend.codegen.generate import compile_module
 from ..backend.execution import KERNEL_ERRORS
-from ..backend.interpret import Interpreter, StraightLine
+from ..backend.interpret import Interpreter
 from ..errors import GradientError
 from ..ir.nodes import Call, Function, Module
 from ..ir.visitor import free_vars
@@ -33,11 +35,6 @@ STATS = {
     "last_ops": Counter(),
 }
 
-# Cached structures: at most CACHE_ENTRIES pullbacks and CACHE_NODES recorded ops in
-# all, least recently used dropped first (a dynamic graph that changes every step
-# must not grow the cache without bound).
-CACHE_ENTRIES = 128
-CACHE_NODES = 2_000_000
 
 
 class PullbackCache:
@@ -62,8 +59,10 @@ class PullbackCache:
                 self._nodes -= old.n_nodes
             self._entries[key] = pb
             self._nodes += pb.n_nodes
-            while len(self._entries) > 1 and (len(self._entries) > CACHE_ENTRIES
-                                              or self._nodes > CACHE_NODES):
+            # a dynamic graph that changes every step must not grow the cache without bound
+            while len(self._entries) > 1 and (
+                    len(self._entries) > policy.PULLBACK_CACHE_ENTRIES
+                    or self._nodes > policy.PULLBACK_CACHE_NODES):
                 _, dropped = self._entries.popitem(last=False)
                 self._nodes -= dropped.n_nodes
 
@@ -109,7 +108,6 @@ class Pullback:
                            if isinstance(b.value, Call))
         self.compiled = None  # the generated function, once the structure came back
         self._generated = None
-        self._plan = None
         STATS["backward_compilations"] += 1
 
     # -- running ----------------------------------------------------------------------
@@ -119,20 +117,15 @@ class Pullback:
         self._generated = compile_module(self.module, "backward")
         # the generated function itself: the tape passes arrays of the declared types
         self.compiled = self._generated.fn
-        self._plan = None
         STATS["backward_codegen"] += 1
 
     def run(self, args: list):
-        if self.compiled is not None:
-            try:
-                return self.compiled(*args)
-            except KERNEL_ERRORS as exc:
-                raise self._generated.compiled.error("backward", exc) from exc
-        if self._plan is None:
-            self._plan = StraightLine.plan(self.module["backward"]) or False
-        if self._plan is False:  # not straight-line code: the reference interpreter
-            return Interpreter(self.module).call_function(self.module["backward"], args, {})
-        return self._plan(*args)
+        """Run the generated code (the tape compiles a pullback before it runs it without
+        recording: ``graph._run``)."""
+        try:
+            return self.compiled(*args)
+        except KERNEL_ERRORS as exc:
+            raise self._generated.compiled.error("backward", exc) from exc
 
     def run_recording(self, args: list):
         """Run with op calls dispatched, so tape tensors record them (create_graph)."""

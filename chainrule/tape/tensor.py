@@ -16,6 +16,7 @@ import threading
 import numpy as np
 
 from .. import ops
+from ..backend import policy
 from ..backend.array_api.namespaces import as_numpy, foreign_namespace
 from ..emit.methods import ArrayMethods, install_direct_operators
 from ..errors import ArgumentError, ChainruleError, ConcretizationError, TraceError
@@ -378,7 +379,6 @@ _ATTRS = object()  # separates the operands from the attributes in a signature k
 # signature key -> Signature; cleared when full (nodes keep their own Signature, so a
 # cleared entry only means the type rule runs again)
 _SIGNATURES: dict = {}
-_SIGNATURES_LIMIT = 8192
 
 
 def _first_of_signature(op, values, attrs, key) -> tuple:
@@ -387,7 +387,7 @@ def _first_of_signature(op, values, attrs, key) -> tuple:
     arrays = to_arrays(values)
     out, norm = evaluate(op, arrays, attrs, with_attrs=True)
     scalar_dtypes = python_scalar_dtypes(values, arrays)
-    if len(_SIGNATURES) >= _SIGNATURES_LIMIT:
+    if len(_SIGNATURES) >= policy.TAPE_SIGNATURES:
         _SIGNATURES.clear()
     sig = _SIGNATURES[key] = Signature(op, norm, scalar_dtypes, arrays)
     return out, sig

@@ -15,6 +15,7 @@ from ...errors import CodegenError
 from ...ir.nodes import Call, Module, While
 from ...ir.visitor import largest_array, nested_blocks
 from ...transform.lowering.loop_batching import batch_loops
+from .. import policy
 from ..codegen.generate import CompiledFunction, compile_module
 from . import loops
 from .programs import Unsupported, program_source
@@ -76,27 +77,13 @@ def compile_program(module: Module, func: str, eager: bool = False) -> CompiledF
         return compile_module(module, func)
 
 
-# elements of one array above which a straight-line program stays NumPy code: its calls'
-# overhead is small next to the work, which numba's loops do no faster than NumPy's
-NATIVE_MAX_ELEMENTS = 1 << 16
-NATIVE_MIN_OPS = 4  # fewer op calls than this, and no loop: nothing to gain
-
-
-# calls of each, the NumPy code and the native code in turn, after which a straight-line
-# program keeps the faster: on arrays of thousands of elements NumPy's loops can beat
-# numba's (GradBench's gmm gradient: 0.18 ms against 0.29), on small ones numba wins
-# (det's: 0.107 against 0.048); a program with a loop keeps its native code, whose NumPy
-# code can take seconds per call
-TRIAL_CALLS = 3
-
-
 class NativeProgram(loops.LoopProgram):
     """A program's native code (``programs.py``), swapped in once compiled; with
     ``trial``, only after its calls measured it faster than the NumPy code."""
 
     def __init__(self, src, fn, trial: bool):
         super().__init__(src, fn)
-        self.trial = trial and TRIAL_CALLS > 0
+        self.trial = trial and policy.TRIAL_CALLS > 0
         self.chosen = None  # after the trial: the faster, "native" or "numpy"
 
     def install(self, compiled) -> None:
@@ -116,7 +103,7 @@ class NativeProgram(loops.LoopProgram):
 
 class _Trial:
     """The NumPy code and the native code of one program called in turn, timed, until
-    each has run ``TRIAL_CALLS`` times; then the faster runs (the same results within
+    each has run ``policy.TRIAL_CALLS`` times; then the faster runs (the same results within
     ``programs.NATIVE_RTOL``)."""
 
     __slots__ = ("job", "compiled", "fns", "times", "calls")
@@ -133,7 +120,7 @@ class _Trial:
         t0 = time.perf_counter()
         out = self.fns[which](*args)
         self.times[which].append(time.perf_counter() - t0)
-        if self.calls >= 2 * TRIAL_CALLS or self.job.chosen is not None:
+        if self.calls >= 2 * policy.TRIAL_CALLS or self.job.chosen is not None:
             if self.job.chosen is None:
                 self.job.choose(min(self.times[0]), min(self.times[1]))
             self.compiled.fn = self.fns[0 if self.job.chosen == "native" else 1]
@@ -160,13 +147,7 @@ def _has_loop(module: Module, func: str) -> bool:
 def _worth_native(module: Module, func: str) -> str | None:
     """None when ``module[func]`` is worth compiling natively, else why not."""
     calls, loops_ = _counts(module, func)
-    if loops_:
-        return None
-    if calls < NATIVE_MIN_OPS:
-        return f"{calls} op call(s) and no loop: no Python calls to save"
-    if largest_array(module) > NATIVE_MAX_ELEMENTS:
-        return "arrays of more than 65536 elements: NumPy's calls cost little next to the work"
-    return None
+    return policy.worth_native(calls, loops_, 0 if loops_ else largest_array(module))
 
 
 def attach_native(compiled: CompiledFunction, module: Module, func: str,

@@ -8,7 +8,20 @@ The optimizers are plain NumPy loops (they differentiate nothing themselves): ``
 is called as ``grad(x, i)`` with the parameters in their original structure (a pytree
 of arrays: lists, tuples, dicts) and the iteration number, ``callback(x, i, g)`` sees
 the same structure, and the result has it too. Internally the parameters are one flat
-float vector, as in autograd, so the numbers agree with autograd's.
+float vector, as in autograd, and each step is autograd's expression, operation for
+operation, so the results equal autograd's to the last bit.
+
+For new code, ``chainrule.optim`` has the same three methods as composable, jittable
+transformations (``init``/``update``/``apply_updates``, schedules, clipping). They
+take the same steps up to rounding (a few units in the last place, as they group the
+products differently), and accept fewer arguments (no negative step sizes, decay rates
+in [0, 1]), which is why the loops here are not built on them:
+
+- ``sgd(grad, x, step_size=s, mass=m)``: ``optim.sgd(s * (1 - m), momentum=m)``
+  (autograd's velocity is an average of the gradients, ``optim.trace`` their sum);
+- ``rmsprop(grad, x, step_size=s, gamma=r, eps=e)``: ``optim.rmsprop(s, decay=r,
+  eps=e, initial_scale=1.0, eps_in_sqrt=False)``;
+- ``adam(grad, x, step_size=s, b1=b1, b2=b2, eps=e)``: ``optim.adam(s, b1, b2, e)``.
 
 >>> import numpy as np
 >>> from chainrule.autograd_compat import grad
