@@ -17,6 +17,7 @@ import importlib
 import inspect
 import re
 import sys
+import typing
 from pathlib import Path
 
 # (page, title, introduction, [(module, kind)]); "detailed": one entry per name with its
@@ -24,10 +25,12 @@ from pathlib import Path
 PAGES = [
     ("api/index.md", "Transforms and the tape",
      "What most programs use: the transforms (`grad`, `jit`, `jvp`, ...), control flow, "
-     "custom derivatives, the eager tape, gradient checks, pytrees and random numbers.",
+     "custom derivatives, the eager tape, gradient checks, pytrees, random numbers, and "
+     "the optimizers and learning-rate schedules of `chainrule.optim` (the layers of "
+     "`chainrule.nn` are listed with [chainrule.numpy](numpy.md#chainrulenn)).",
      [("chainrule", "detailed"), ("chainrule.tape", "detailed"),
       ("chainrule.testing", "detailed"), ("chainrule.tree", "detailed"),
-      ("chainrule.random", "detailed")]),
+      ("chainrule.random", "detailed"), ("chainrule.optim", "detailed")]),
     ("api/numpy.md", "chainrule.numpy and chainrule.scipy",
      "The NumPy and SciPy functions chainrule differentiates, with NumPy's and SciPy's "
      "signatures and semantics: NumPy's or SciPy's documentation of the same name "
@@ -84,16 +87,22 @@ def _escape(line: str) -> str:
                    for i, p in enumerate(parts))
 
 
+_ROLE = re.compile(r":(?:func|class|meth|mod|attr|data|exc):`~?([^`]+)`")
+
+
 def markdown_of(doc: str | None) -> str:
     """A docstring as Markdown: doctest examples fenced as ``pycon``, indented literal
-    blocks fenced as text, the rest as paragraphs."""
+    blocks fenced as text (the formula under a reST ``.. math::`` directive too), the
+    rest as paragraphs, reST cross-references (``:func:`name```) as code spans."""
     if not doc:
         return ""
-    lines = inspect.cleandoc(doc).split("\n")
+    lines = [_ROLE.sub(r"`\1`", line) for line in inspect.cleandoc(doc).split("\n")]
     out, i = [], 0
     while i < len(lines):
         line = lines[i]
-        if line.lstrip().startswith(">>>"):
+        if line.strip() == ".. math::":  # the indented block that follows is fenced
+            i += 1
+        elif line.lstrip().startswith(">>>"):
             indent = len(line) - len(line.lstrip())
             block = []
             while i < len(lines) and lines[i].strip():  # examples run to a blank line
@@ -137,13 +146,29 @@ def signature_of(name: str, obj, method: bool = False) -> str:
         return name
     if method:
         sig = sig.replace(parameters=list(sig.parameters.values())[1:])
-    return f"{name}{sig}".replace("NoneType", "None")
+    return _QUALIFIER.sub("", _FORWARD_REF.sub(r"\1", f"{name}{sig}")).replace("NoneType",
+                                                                              "None")
+
+
+# annotations as written: ForwardRef('Any') (a NamedTuple's fields under ``from
+# __future__ import annotations``) as Any, typing.Any as Any, a class of a private
+# module (chainrule.optim._base.GradientTransformation) by its name
+_FORWARD_REF = re.compile(r"ForwardRef\('([^']*)'\)")
+_QUALIFIER = re.compile(r"\b(?:typing\.|collections\.abc\.|chainrule(?:\.\w+)*\._\w+\.)")
+
+
+def _is_type_alias(obj) -> bool:
+    """``Params = Any``, ``Schedule = Callable[[Any], Any]``, ``float | Schedule``."""
+    return obj is typing.Any or typing.get_origin(obj) is not None
 
 
 def _order(module, names: list[str]) -> list[str]:
-    """Functions first, then classes, then exceptions, each alphabetically."""
+    """Functions first, then classes, then exceptions, then the rest (constants, type
+    aliases), each alphabetically."""
     def rank(name):
         obj = getattr(module, name)
+        if _is_type_alias(obj):
+            return (3, name.lower())
         if inspect.isclass(obj):
             return (2 if issubclass(obj, BaseException) else 1, name.lower())
         return (0 if callable(obj) else 3, name.lower())
@@ -164,6 +189,10 @@ def detailed(module) -> list[str]:
         obj = getattr(module, name)
         qualified = f"{module.__name__}.{name}"
         out += [f"### `{name}` {{#{_anchor(qualified)}}}", ""]
+        if _is_type_alias(obj):
+            alias = _QUALIFIER.sub("", repr(obj))
+            out += [f"A type alias: `{name} = {alias}`.", ""]
+            continue
         if callable(obj):
             out += ["```python", signature_of(name, obj), "```", ""]
         doc = obj.__doc__ if (callable(obj) or inspect.isclass(obj)) else None

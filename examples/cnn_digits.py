@@ -3,9 +3,10 @@
 Two convolutions (with ReLU and 2x2 max pooling) and a dense layer, written with
 ``chainrule.nn`` exactly as with ``torch.nn.functional``; one training step (loss,
 gradient, and the update of ``chainrule.optim.adam`` with a cosine learning-rate decay,
-``optim.cosine_decay_schedule``) is a single ``cr.jit``-compiled function. The digits ship with scikit-learn (no download). Prints the loss and test
-accuracy after each epoch (98-99% after a few epochs, over seeds 0-4: 97.8-99.4% at the
-end) and, with matplotlib installed, saves the curves to a PNG.
+``optim.cosine_decay_schedule``) is a single ``cr.jit``-compiled function. The digits
+ship with scikit-learn (no download). Prints the loss and test accuracy after each epoch
+(98-99% after a few epochs, over seeds 0-4: 97.8-99.4% at the end) and, with matplotlib
+installed, saves the curves to a PNG.
 
     python examples/cnn_digits.py [--epochs 12] [--batch 32] [--lr 0.01] [--plot FILE]
 

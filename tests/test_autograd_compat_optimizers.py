@@ -55,7 +55,7 @@ def assert_identical(ours, theirs):
 
 @needs_autograd
 @pytest.mark.parametrize("name", NAMES)
-def test_signatures_are_autographs(name):
+def test_signatures_are_autograds(name):
     """autograd's wrapper hides the signature; the function it wraps has the one we
     expose (same parameter names and defaults)."""
     inner = inspect.getclosurevars(getattr(ao, name)).nonlocals["optimize"]
@@ -73,8 +73,11 @@ OPTIONS = {
 
 
 @needs_autograd
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name,kwargs", [(n, kw) for n in NAMES for kw in OPTIONS[n]])
-def test_results_and_callbacks_equal_autographs(name, kwargs):
+def test_results_and_callbacks_equal_autograds(name, kwargs, dtype):
+    """Also with float32 parameters: grad, callback and the result get float32 leaves
+    (the optimizer's own vector is float64), as in autograd."""
     seen = {"ours": [], "theirs": []}
 
     def callback(who):
@@ -83,14 +86,15 @@ def test_results_and_callbacks_equal_autographs(name, kwargs):
                               [np.copy(v) for v in leaves(g)]))
         return cb
 
-    ours = getattr(ac, name)(grad_of, x0_tree(), callback("ours"), **kwargs)
-    theirs = getattr(ao, name)(grad_of, x0_tree(), callback("theirs"), **kwargs)
+    ours = getattr(ac, name)(grad_of, x0_tree(dtype), callback("ours"), **kwargs)
+    theirs = getattr(ao, name)(grad_of, x0_tree(dtype), callback("theirs"), **kwargs)
     assert_identical(ours, theirs)
     assert len(seen["ours"]) == len(seen["theirs"]) == kwargs.get(
         "num_iters", 200 if name == "sgd" else 100)
     for (i, x, g), (j, y, h) in zip(seen["ours"], seen["theirs"]):
         assert i == j
         for a, b in zip(x + g, y + h):
+            assert a.dtype == b.dtype == dtype
             np.testing.assert_array_equal(a, b)
 
 
@@ -109,7 +113,7 @@ def test_positional_arguments_and_other_structures(name):
     def grad_tuple(x, i):
         return (x[0] ** 3, np.sin(x[1]))
 
-    xt = (np.array([1.0, -2.0], np.float32), np.ones((2, 2), np.float32))
+    xt = (np.array([1.0, -2.0], np.float32), np.ones((2, 2)))  # float32 and float64
     assert_identical(getattr(ac, name)(grad_tuple, xt, num_iters=25, step_size=0.01),
                      getattr(ao, name)(grad_tuple, xt, num_iters=25, step_size=0.01))
 

@@ -45,17 +45,26 @@ from ...tree import unflatten as _tree_unflatten
 
 
 def _flat(value):
-    """``(vector, unflatten)`` for a pytree of plain arrays and numbers."""
+    """``(vector, unflatten)`` for a pytree of plain arrays and numbers. As autograd's
+    ``flatten``, ``unflatten`` gives each floating (or complex) leaf its original dtype
+    back: with float32 parameters, ``grad`` and ``callback`` see float32 arrays and the
+    result is float32, while the optimizer's vector and moments are float64 (integer
+    leaves, which autograd refuses, come back as floats)."""
     leaves, tree = _tree_flatten(value)
     arrays = [np.asarray(x) for x in leaves]
     shapes = [a.shape for a in arrays]
+    dtypes = [a.dtype if a.dtype.kind in "fc" else None for a in arrays]
     vector = np.concatenate([a.ravel() for a in arrays]) if arrays else np.zeros(0)
 
     def unflatten(vec):
         parts, start = [], 0
-        for shape in shapes:
+        for shape, dtype in zip(shapes, dtypes):
             size = int(np.prod(shape, dtype=np.int64))
-            parts.append(np.reshape(vec[start:start + size], shape))
+            part = np.reshape(vec[start:start + size], shape)
+            if dtype is not None and part.dtype != dtype and np.can_cast(
+                    part.dtype, dtype, "same_kind"):
+                part = part.astype(dtype)
+            parts.append(part)
             start += size
         return _tree_unflatten(tree, parts)
 
