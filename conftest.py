@@ -17,10 +17,10 @@ from pathlib import Path
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-# Programs run as the reference NumPy code in the tests: whole programs as native code
-# (on by default with numba) compile in a background thread, at a time no test chooses,
-# and take seconds of CPU each; tests/test_native.py turns them on and checks them
-# against the NumPy code
+# Programs run as the reference NumPy code in the tests: whole programs as native code (on
+# by default with numba) compile in a background thread, at a time no test chooses, and
+# take seconds of CPU each; tests/backend/numba/test_native.py turns them on and checks
+# them against the NumPy code
 os.environ.setdefault("CHAINRULE_NATIVE", "0")
 
 # module (relative to the repository) -> (the package it is written in, or its doctests

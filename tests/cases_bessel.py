@@ -3,8 +3,8 @@ and of the matrix equations sqrtm, solve_sylvester, solve_banded (chainrule.scip
 against SciPy (see namespace_cases). Orders are held constant (captured) in the
 differentiated cases and varied in value-only ones; sqrtm's complex result is checked
 through its real and imaginary parts. erf / erfc of complex numbers are checked for values
-here and for derivatives in tests/test_special_bessel.py (the table differentiates real
-arguments only)."""
+here and for derivatives in tests/numpy/test_special_bessel.py (the table differentiates
+real arguments only)."""
 
 import numpy as np
 import scipy.linalg as sl
@@ -91,7 +91,7 @@ CASES = [
     case("scipy.special.rgamma", lambda x: csp.rgamma(x), sp.rgamma,
          np.array([0.0, -1.0, -2.0, -5.0, 1.0]), note="poles of Gamma"),
     _unary("gammasgn", _in(-4, 4), extra=(np.array([0.0, -0.0, -1.0, -2.5, np.inf]),)),
-    # complex erf, erfc (values; derivatives in tests/test_special_bessel.py)
+    # complex erf, erfc (values; derivatives in tests/numpy/test_special_bessel.py)
     case("scipy.special.erf", lambda z: csp.erf(z), sp.erf, _Z(3, 4), _Z(), _Z(0),
          grad=False, note="complex"),
     case("scipy.special.erfc", lambda z: csp.erfc(z), sp.erfc, _Z(3, 4), _Z(), _Z(0),

@@ -1,6 +1,6 @@
 """Cases of the complex-number functions: on real arrays (where they are
 differentiable and checked against finite differences) and on complex arrays
-(values; the complex derivatives are checked in tests/test_complex.py)."""
+(values; the complex derivatives are checked in tests/rules/test_complex.py)."""
 
 import numpy as np
 from namespace_cases import P, U, case
@@ -30,6 +30,6 @@ CASES = [
     case("isreal", lambda x: cnp.isreal(x), np.isreal, Z(3), U(3),
          np.array([1 + 0j, 2j]), grad=False),
     # on real arrays: the identity (complex ones depend on their values: on the tape only,
-    # tests/test_migration_compat.py)
+    # tests/compat/test_migration_compat.py)
     case("real_if_close", lambda x: cnp.real_if_close(x) * 1.0, np.real_if_close, U(3, 4), U()),
 ]

@@ -4,7 +4,7 @@ derivatives (cases "grad ..."): a complex input is built from two real arrays an
 a complex output returned as its real and imaginary parts, so the harness's
 finite differences see every real direction of both. Complex derivatives against
 finite differences on real and imaginary parts, the transposes against explicit
-matrices, dtypes and errors: tests/test_fft_semantics.py."""
+matrices, dtypes and errors: tests/numpy/test_fft_semantics.py."""
 
 import warnings
 

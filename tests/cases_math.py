@@ -97,8 +97,8 @@ CASES = [
 ]
 
 # -- representative op calls: (arrays, attributes) for the type-rule-vs-kernel check of
-# every op of ops/mathfuncs.py (tests/test_math_numerics.py; the shape of
-# tests/test_ops.py's REPRESENTATIVE, which can take them with REPRESENTATIVE.update)
+# every op of ops/mathfuncs.py (tests/ops/test_math_numerics.py; the shape of
+# tests/ops/test_ops.py's REPRESENTATIVE, which can take them with REPRESENTATIVE.update)
 _NUMERIC = [np.float32, np.float64, np.int32, np.int64]
 _PAIRS = [(np.float32, np.float32), (np.float64, np.int64), (np.float32, np.int32),
           (np.int32, np.int64), (np.float32, np.float64), (np.int64, np.int64)]

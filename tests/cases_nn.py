@@ -1,7 +1,7 @@
 """Cases of ``chainrule.nn`` (torch.nn.functional's names): references are PyTorch's
 functions when PyTorch is installed (``pip install torch``), else None (the values are
-then checked against PyTorch in tests/test_nn.py only where it runs). Small shapes: the
-grids of strides, paddings and groups are in tests/test_nn.py."""
+then checked against PyTorch in tests/numpy/test_nn.py only where it runs). Small shapes:
+the grids of strides, paddings and groups are in tests/numpy/test_nn.py."""
 
 import numpy as np
 from namespace_cases import I, P, U, case

@@ -1,7 +1,7 @@
 """The table every public function of chainrule's namespaces is tested from.
 
 Each ``tests/cases_<family>.py`` defines ``CASES``, a list of ``Case``;
-``collect()`` gathers them. ``tests/test_namespace.py`` runs every case through
+``collect()`` gathers them. ``tests/numpy/test_namespace.py`` runs every case through
 every route and fails when a public name has no case: a new function without
 a test entry fails CI.
 

@@ -1,5 +1,5 @@
 """Before/After cases of the dce and cse passes, as text: {name: (before, after)}
-(run by tests/test_passes.py)."""
+(run by tests/transform/cleanup/test_passes.py)."""
 
 DCE_CASES = {
     "chain_to_fixed_point": (

@@ -1,5 +1,5 @@
 """Before/After cases of the simplify pass, as text: {name: (before, after)}
-(run by tests/test_passes.py)."""
+(run by tests/transform/cleanup/test_passes.py)."""
 
 SIMPLIFY_CASES = {
     "copy_propagation": (

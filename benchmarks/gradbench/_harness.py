@@ -17,8 +17,8 @@ An eval module (``gmm.py``, ...) defines
   every coordinate when ``full``, else on a sample and along random directions);
 - optionally ``AGREE_RTOL``, how closely two correct tools must agree (default 1e-8).
 
-The runner (``run.py``) and the tests (``tests/test_gradbench.py``) use ``check_size``;
-the runner then times the tools that passed with ``_common.compare``.
+The runner (``run.py``) and the tests (``tests/benchmarks/test_gradbench.py``) use
+``check_size``; the runner then times the tools that passed with ``_common.compare``.
 """
 
 from __future__ import annotations

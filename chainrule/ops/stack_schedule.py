@@ -11,7 +11,8 @@ reaches it leaves the first ``m`` steps to be repeated ``r - 1`` more times with
 ``c`` snapshots and the other ``l - m`` ``r`` times with ``c - 1``: any ``m`` with
 ``max(l - C(c + r - 1, c - 1), C(c + r - 2, c)) <= m`` and
 ``m <= min(C(c + r - 1, c), l - C(c + r - 2, c - 1))``; ``revolve_split`` takes
-the largest (checked against the recursion in ``tests/test_loops_checkpoint.py``).
+the largest (checked against the recursion in
+``tests/transform/reverse/test_loops_checkpoint.py``).
 
 The reverse loop applies the rule online: at the snapshot ``p`` on top, to reach
 iteration ``j`` with ``f`` snapshots free, it keeps the next one at

@@ -19,10 +19,10 @@ is bit for bit NumPy's; float64 exp, expm1, log, log1p, tanh and sigmoid are
 ``numba.vecmath``'s (``vm.tanh``: arithmetic LLVM vectorizes, within 1 to 3 ulp
 of NumPy), other transcendental functions come from the C library, and
 reductions add sequentially instead of pairwise: within 1e-12 relative in
-float64 (``tests/test_fusion_numba.py`` checks every elementwise op of the
-registry). Array parameters are read in C order (``np.ascontiguousarray``, a
-view unless the caller passed a strided one): numba's loops over arrays of
-unknown layout do not vectorize.
+float64 (``tests/backend/numba/test_fusion_numba.py`` checks every elementwise
+op of the registry). Array parameters are read in C order
+(``np.ascontiguousarray``, a view unless the caller passed a strided one):
+numba's loops over arrays of unknown layout do not vectorize.
 
 Each elementwise op declares its form on one element (``Op.scalar``, a
 ``ScalarForm``: ``np.tanh({0})``) or ``NoLowering`` with the reason it has none; a

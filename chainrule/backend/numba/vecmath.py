@@ -22,8 +22,9 @@ bound ``ULP_BOUND_F32`` is against the float64 result rounded to float32 (the ex
 result within half an ulp but for rare double roundings).
 
 Accuracy against NumPy (glibc's libm, itself within 1 ulp of the exact result),
-tested densely in ``tests/test_numba_vecmath.py``: ``ULP_BOUND[name]`` ulp in
-float64 (a 1-ulp function against a 1-ulp reference can differ by 2 ulp).
+tested densely in ``tests/backend/numba/test_numba_vecmath.py``:
+``ULP_BOUND[name]`` ulp in float64 (a 1-ulp function against a 1-ulp reference
+can differ by 2 ulp).
 
 The algorithms (the classic ones of Cephes / fdlibm):
 

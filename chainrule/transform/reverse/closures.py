@@ -16,7 +16,8 @@ adjoints of those arguments; a module function returning a closure returns
 its VJP version, and its pullback takes the closure's env adjoint.
 
 Partial evaluation and DCE (``optimize``) then reduce first-order programs to
-first-order code: no ``def`` is left (tests/test_closures_ad.py).
+first-order code: no ``def`` is left
+(tests/transform/reverse/test_closures_ad.py).
 """
 
 from __future__ import annotations
