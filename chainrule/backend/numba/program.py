@@ -81,10 +81,31 @@ class NativeProgram(loops.LoopProgram):
     """A program's native code (``programs.py``), swapped in once compiled; with
     ``trial``, only after its calls measured it faster than the NumPy code."""
 
-    def __init__(self, src, fn, trial: bool):
-        super().__init__(src, fn)
+    def __init__(self, module: Module, func: str, compiled_module, trial: bool):
+        super().__init__(None, module[func])
+        self.module, self.func = module, func
+        self.compiled_module = compiled_module  # whose .source() shows the numba code
         self.trial = trial and policy.TRIAL_CALLS > 0
         self.chosen = None  # after the trial: the faster, "native" or "numpy"
+
+    def compile(self) -> None:
+        """Write the numba function (here, in the background: a long program takes tens of
+        milliseconds), then compile it."""
+        if self.src is None and not self.done.is_set():
+            try:
+                self.src = program_source(self.module, self.func)
+            except Unsupported as exc:
+                self.state = f"numpy: {exc}"
+                self.done.set()
+                return
+            cm = self.compiled_module
+            cm.source = cm.source + loops.describe(self.src).replace(
+                "the whole program as one numba function (its loops included)",
+                "the whole program as native code (numba)")
+        super().compile()
+
+    def __repr__(self) -> str:
+        return f"<NativeProgram {self.func}: {self.state}>"
 
     def install(self, compiled) -> None:
         if not self.trial or self.chosen == "native":
@@ -159,19 +180,11 @@ def attach_native(compiled: CompiledFunction, module: Module, func: str,
     job = getattr(cm, "native", None)
     if job is None and getattr(cm, "native_reason", None) is None:
         why = _worth_native(module, func)
-        if why is None:
-            try:
-                src = program_source(module, func)
-            except Unsupported as exc:
-                why = str(exc)
         if why is not None:
             cm.native_reason = why
             cm.source = cm.source + f"\n# native code: not used ({why})\n"
             return
-        job = cm.native = NativeProgram(src, module[func], trial=not _has_loop(module, func))
-        cm.source = cm.source + loops.describe(src).replace(
-            "the whole program as one numba function (its loops included)",
-            "the whole program as native code (numba)")
+        job = cm.native = NativeProgram(module, func, cm, trial=not _has_loop(module, func))
         if not block:
             submit([job])
     if job is None:

@@ -639,6 +639,9 @@ class _Writer:
         return f"v{self.count - 1}"
 
     def out(self, depth: int, line: str) -> None:
+        if len(self.lines) >= MAX_LINES:  # stop writing what will not be compiled
+            raise Unsupported(f"more than {MAX_LINES} lines of numba code (numba would "
+                              f"compile it for minutes)")
         self.lines.append("    " * depth + line)
 
     # numbers with their dtype: numba types a Python float as float64 (float32 arrays
@@ -1076,9 +1079,6 @@ def program_source(module: Module, func: str) -> LoopSource:
     names = [f"a{k}" for k in range(len(fn.params))] + consts
     body = "\n".join(w.lines)
     flat = _flat(result)
-    if len(w.lines) > MAX_LINES:
-        raise Unsupported(f"{len(w.lines)} lines of numba code (more than {MAX_LINES}: "
-                          f"numba would compile it for minutes)")
     text = (f"def {func}({', '.join(names)}):\n" + (body + "\n" if body else "")
             + f"    return ({', '.join(flat)}{',' if len(flat) == 1 else ''})\n")
     return LoopSource(func, text, f"({', '.join(sig)},)", tuple(w.constants),
