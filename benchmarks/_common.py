@@ -85,6 +85,11 @@ def repeats(ns, full: int, quick: int) -> int:
     return quick if ns.quick else full
 
 
+# seconds a benchmark waits for chainrule's native code (compiled in the background)
+# before timing; a program whose numba compile takes longer is timed as it runs then
+WAIT_NATIVE = 300.0
+
+
 def _warm(fn, seconds: float = 0.25, at_least: int = 3) -> float:
     """Call ``fn`` until ``seconds`` have passed (caches, page faults, lazy setup), and
     again once chainrule's native code, compiled in the background, is in (the steady
@@ -92,7 +97,7 @@ def _warm(fn, seconds: float = 0.25, at_least: int = 3) -> float:
     from chainrule.backend.numba import wait_idle
 
     _calls(fn, seconds, at_least)
-    wait_idle()
+    wait_idle(timeout=WAIT_NATIVE)
     return _calls(fn, seconds, at_least)
 
 

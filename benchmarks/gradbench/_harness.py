@@ -367,7 +367,7 @@ def time_size(results: list[Result], prepared: dict, repeats: int, max_call: flo
                 r.detail = f"timed once ({r.first_s:.1f} s per call)"
                 continue
             try:
-                wait_idle()  # chainrule's native code, compiled in the background
+                wait_idle(timeout=300)  # chainrule's native code, compiled in the background
                 t0 = time.perf_counter()
                 fn()
                 seconds = time.perf_counter() - t0

@@ -18,7 +18,7 @@ from ...transform.lowering.loop_batching import batch_loops
 from .. import policy
 from ..codegen.generate import CompiledFunction, compile_module
 from . import loops
-from .programs import Unsupported, program_source
+from .programs import TooLong, Unsupported, program_source
 from .regions import compile_fused
 from .runtime import enabled, submit
 
@@ -93,7 +93,10 @@ class NativeProgram(loops.LoopProgram):
         milliseconds), then compile it."""
         if self.src is None and not self.done.is_set():
             try:
-                self.src = program_source(self.module, self.func)
+                try:
+                    self.src = program_source(self.module, self.func)
+                except TooLong:  # small arrays as arrays: a line per op, not per element
+                    self.src = program_source(self.module, self.func, scalars=False)
             except Unsupported as exc:
                 self.state = f"numpy: {exc}"
                 self.done.set()

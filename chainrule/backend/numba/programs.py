@@ -52,7 +52,8 @@ from .small import Decline, Elements, Small, is_small, simple, small_lowering
 from .source import _NB_NAME, NP_NAME, VECMATH, VECMATH32, Unfusable, scalar_form
 from .source import HELPERS as SCALAR_HELPERS
 
-__all__ = ["LOWERINGS", "NATIVE_RTOL", "NO_LOWERING", "Unsupported", "program_source"]
+__all__ = ["LOWERINGS", "NATIVE_RTOL", "NO_LOWERING", "TooLong", "Unsupported",
+           "program_source"]
 
 NATIVE_RTOL = 1e-12  # relative agreement with the NumPy code (tested, catalog and GradBench)
 
@@ -61,6 +62,10 @@ DTYPES = frozenset(_NB_NAME)  # the dtypes numba holds here
 
 class Unsupported(Exception):
     """Why a program has no numba form (it stays NumPy code)."""
+
+
+class TooLong(Unsupported):
+    """The numba function would be too long to compile in reasonable time."""
 
 
 # -- helpers the numba function may call ----------------------------------------------------
@@ -625,7 +630,8 @@ def _stacks(form) -> list:
 
 
 class _Writer:
-    def __init__(self):
+    def __init__(self, scalars: bool = True):
+        self.scalars = scalars  # small arrays held by their elements (small.py)
         self.lines: list[str] = []
         self.where: dict = {}  # IR variable -> its form (a name, a list, a stack)
         self.constants: list = []
@@ -634,14 +640,18 @@ class _Writer:
         self.empty: set = set()  # stack forms of stack_empty (see the stacks, below)
         self.memo: dict = {}  # small arrays' elements read, arrays made of elements
 
+    def small_arrays(self, t) -> bool:
+        """Whether values of type ``t`` are held by their elements."""
+        return self.scalars and is_small(t)
+
     def fresh(self) -> str:
         self.count += 1
         return f"v{self.count - 1}"
 
     def out(self, depth: int, line: str) -> None:
         if len(self.lines) >= MAX_LINES:  # stop writing what will not be compiled
-            raise Unsupported(f"more than {MAX_LINES} lines of numba code (numba would "
-                              f"compile it for minutes)")
+            raise TooLong(f"more than {MAX_LINES} lines of numba code (numba would "
+                          f"compile it for minutes)")
         self.lines.append("    " * depth + line)
 
     # numbers with their dtype: numba types a Python float as float64 (float32 arrays
@@ -674,7 +684,7 @@ class _Writer:
         if type(a) is Constant:
             if not a.data.ndim:
                 return self.number(a.data, a.type)
-            if is_small(a.type) and str(a.type.dtype) in DTYPES:
+            if self.small_arrays(a.type) and str(a.type.dtype) in DTYPES:
                 return Small(tuple(self.number(v, a.type) for v in a.data.ravel()), a.type)
             if str(a.type.dtype) not in DTYPES:
                 raise Unsupported(f"a constant array of {a.type.dtype}")
@@ -688,7 +698,7 @@ class _Writer:
         """New numba names holding a value of type ``t``."""
         if isinstance(t, TensorType):
             _check_tensor(t)
-            if is_small(t):
+            if self.small_arrays(t):
                 return Small(tuple(self.fresh() for _ in range(t.size)), t)
             return self.fresh()
         if isinstance(t, TupleType):
@@ -823,7 +833,8 @@ class _Writer:
         """Write ``var`` by its elements (``small.py``) when it is a small array or a
         number made of small arrays and the op has an element form for them."""
         rt = var.type
-        if not (is_small(rt) or not rt.shape and any(is_small(t) for t in types)):
+        if not (self.small_arrays(rt) or not rt.shape and any(self.small_arrays(t)
+                                                              for t in types)):
             return False
         lower = small_lowering(v.callee)
         if lower is None:
@@ -979,7 +990,7 @@ def _stack_pop(w: _Writer, var: Var, v: Call, depth: int) -> None:
     tops = []
     for buf, leaf in zip(bufs, _elem_leaves(elem)):
         top = w.fresh()
-        if is_small(leaf):  # its elements, read now (a later push may write the row)
+        if w.small_arrays(leaf):  # its elements, read now (a later push may write the row)
             row = top
             if v.callee is STACK_POP:
                 w.out(depth, f"{row} = {buf}[{n} - 1]")
@@ -1049,17 +1060,21 @@ def _numba_type(t) -> str:
     return f"{nb}[{', '.join([':'] * (t.ndim - 1) + ['::1'])}]"
 
 
-# LLVM's optimization time grows faster than a function's length: at O3, a function of
+# numba's and LLVM's time grows faster than a function's length: at O3, a function of
 # 200 lines took 25 s, of 670 lines 10 minutes; at O1 14 s and 39 s (and their code ran
-# as fast, except matrix-vector code: an LSTM's 1.8x slower at O1)
+# as fast, except matrix-vector code: an LSTM's 1.8x slower at O1); at O1 an LSTM's
+# Jacobian of 2,400 lines took 30 s, a third derivative's loops of 1,700 lines 72 s. A
+# program longer than MAX_LINES with its small arrays as elements is written again with
+# them as arrays (a line per op: 470 lines for that Jacobian), else stays NumPy code
 MAX_LINES_AT_O3 = 250
-MAX_LINES = 4000
+MAX_LINES = 2500
 
 
-def program_source(module: Module, func: str) -> LoopSource:
-    """``module[func]`` as one numba function, or ``Unsupported`` with the reason."""
+def program_source(module: Module, func: str, scalars: bool = True) -> LoopSource:
+    """``module[func]`` as one numba function, or ``Unsupported`` with the reason; its
+    small arrays held by their elements unless not ``scalars``."""
     fn: Function = module[func]
-    w = _Writer()
+    w = _Writer(scalars)
     sig = []
     for k, p in enumerate(fn.params):
         if not isinstance(p.type, TensorType):

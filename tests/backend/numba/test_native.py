@@ -347,3 +347,26 @@ def test_a_straight_line_program_keeps_the_faster_code(monkeypatch):
         assert g.native_status(X) == "native"
     finally:
         nb.use_native(None)
+
+
+def test_a_program_too_long_as_elements_is_written_with_arrays(native, monkeypatch):
+    """Past programs.MAX_LINES with its small arrays as elements, a program is written
+    again with them as arrays (a line per op) rather than left to NumPy code."""
+    from chainrule.backend.numba import programs
+
+    def f(x):
+        return cnp.sum(cr.fori_loop(0, 3, lambda i, c: cnp.tanh(c * 1.5 + x), x) ** 2)
+
+    x = np.linspace(-1.0, 1.0, 12)
+    module = optimize(cr.trace(cr.grad(f), x))
+    long = len(program_source(module, "main").text.splitlines())
+    short = len(program_source(module, "main", scalars=False).text.splitlines())
+    assert short < long
+    monkeypatch.setattr(programs, "MAX_LINES", (short + long) // 2)
+    with pytest.raises(programs.TooLong):
+        program_source(module, "main")
+    g = cr.jit(cr.grad(f), eager_compile=True)
+    got = _natively(g, x)
+    assert g.native_status(x) == "native"
+    with _numpy_only():
+        _agree(got, cr.jit(cr.grad(f))(x))
