@@ -59,6 +59,10 @@ NATIVE_MAX_ELEMENTS = 1 << 16
 # gmm gradient: 0.18 ms against 0.29), on small ones numba wins (det's: 0.107 against
 # 0.048); a program with a loop keeps its native code (its NumPy code can take seconds)
 TRIAL_CALLS = 3
+# lines of numba code past which a straight-line program stays NumPy code (a loop's may
+# have programs.MAX_LINES): a 1,400-op chain written as 1,400 lines compiled for minutes,
+# for a gain a trial may not even keep
+NATIVE_MAX_LINES_STRAIGHT = 800
 
 
 def eager_default() -> bool:

@@ -85,6 +85,7 @@ class NativeProgram(loops.LoopProgram):
         super().__init__(None, module[func])
         self.module, self.func = module, func
         self.compiled_module = compiled_module  # whose .source() shows the numba code
+        self.straight_line = trial  # no loop: a trial may keep the NumPy code
         self.trial = trial and policy.TRIAL_CALLS > 0
         self.chosen = None  # after the trial: the faster, "native" or "numpy"
 
@@ -93,10 +94,13 @@ class NativeProgram(loops.LoopProgram):
         milliseconds), then compile it."""
         if self.src is None and not self.done.is_set():
             try:
+                # a straight-line program gains less: it is not worth a long compile
+                most = policy.NATIVE_MAX_LINES_STRAIGHT if self.straight_line else None
                 try:
-                    self.src = program_source(self.module, self.func)
+                    self.src = program_source(self.module, self.func, max_lines=most)
                 except TooLong:  # small arrays as arrays: a line per op, not per element
-                    self.src = program_source(self.module, self.func, scalars=False)
+                    self.src = program_source(self.module, self.func, scalars=False,
+                                              max_lines=most)
             except Unsupported as exc:
                 self.state = f"numpy: {exc}"
                 self.done.set()

@@ -630,8 +630,9 @@ def _stacks(form) -> list:
 
 
 class _Writer:
-    def __init__(self, scalars: bool = True):
+    def __init__(self, scalars: bool = True, max_lines: int | None = None):
         self.scalars = scalars  # small arrays held by their elements (small.py)
+        self.max_lines = MAX_LINES if max_lines is None else max_lines
         self.lines: list[str] = []
         self.where: dict = {}  # IR variable -> its form (a name, a list, a stack)
         self.constants: list = []
@@ -649,8 +650,8 @@ class _Writer:
         return f"v{self.count - 1}"
 
     def out(self, depth: int, line: str) -> None:
-        if len(self.lines) >= MAX_LINES:  # stop writing what will not be compiled
-            raise TooLong(f"more than {MAX_LINES} lines of numba code (numba would "
+        if len(self.lines) >= self.max_lines:  # stop writing what will not be compiled
+            raise TooLong(f"more than {self.max_lines} lines of numba code (numba would "
                           f"compile it for minutes)")
         self.lines.append("    " * depth + line)
 
@@ -1070,11 +1071,13 @@ MAX_LINES_AT_O3 = 250
 MAX_LINES = 2500
 
 
-def program_source(module: Module, func: str, scalars: bool = True) -> LoopSource:
+def program_source(module: Module, func: str, scalars: bool = True,
+                   max_lines: int | None = None) -> LoopSource:
     """``module[func]`` as one numba function, or ``Unsupported`` with the reason; its
-    small arrays held by their elements unless not ``scalars``."""
+    small arrays held by their elements unless not ``scalars``; ``TooLong`` past
+    ``max_lines`` (``MAX_LINES`` by default)."""
     fn: Function = module[func]
-    w = _Writer(scalars)
+    w = _Writer(scalars, max_lines)
     sig = []
     for k, p in enumerate(fn.params):
         if not isinstance(p.type, TensorType):
