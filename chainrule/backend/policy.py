@@ -61,8 +61,9 @@ NATIVE_MAX_ELEMENTS = 1 << 16
 TRIAL_CALLS = 3
 # lines of numba code past which a straight-line program stays NumPy code (a loop's may
 # have programs.MAX_LINES): a 1,400-op chain written as 1,400 lines compiled for minutes,
-# for a gain a trial may not even keep
-NATIVE_MAX_LINES_STRAIGHT = 800
+# the 775 lines of a 256x256 Jacobian unrolled for more than 20 s, for a gain a trial may
+# not even keep
+NATIVE_MAX_LINES_STRAIGHT = 400
 
 
 def eager_default() -> bool:

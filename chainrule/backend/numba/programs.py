@@ -633,6 +633,7 @@ class _Writer:
     def __init__(self, scalars: bool = True, max_lines: int | None = None):
         self.scalars = scalars  # small arrays held by their elements (small.py)
         self.max_lines = MAX_LINES if max_lines is None else max_lines
+        self.array_ops = 0  # ops written on arrays (not on small arrays' elements)
         self.lines: list[str] = []
         self.where: dict = {}  # IR variable -> its form (a name, a list, a stack)
         self.constants: list = []
@@ -824,6 +825,10 @@ class _Writer:
         types = [a.type for a in v.args]
         if self.small(var, v, args, types, depth):
             return
+        self.array_ops += 1
+        if self.array_ops > MAX_ARRAY_OPS:
+            raise TooLong(f"more than {MAX_ARRAY_OPS} ops on arrays (numba would compile "
+                          f"them for minutes)")
         args = [self.array(a, depth) for a in args]
         text = lower(Emit(self, args, types, rt, v.attrs, depth))
         target = self.fresh()
@@ -1069,6 +1074,9 @@ def _numba_type(t) -> str:
 # them as arrays (a line per op: 470 lines for that Jacobian), else stays NumPy code
 MAX_LINES_AT_O3 = 250
 MAX_LINES = 2500
+# an op on arrays costs numba and LLVM far more than a line of scalar code (a 256x256
+# Jacobian unrolled, 775 lines of ops on arrays, compiled for more than 5 minutes)
+MAX_ARRAY_OPS = 300
 
 
 def program_source(module: Module, func: str, scalars: bool = True,

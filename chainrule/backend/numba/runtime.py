@@ -20,6 +20,7 @@ chainrule[fast]``), unless ``CHAINRULE_NATIVE=0``; fused regions and whole-loop 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import importlib.util
@@ -170,6 +171,18 @@ def wait_idle(timeout: float | None = None) -> bool:
         return _JOBS.all_tasks_done.wait_for(lambda: not _JOBS.unfinished_tasks, timeout)
 
 
+def _at_exit() -> None:
+    """At interpreter exit, compiles not started are dropped and the one running is
+    waited for: numba's compiler still running while Python shuts down crashes it."""
+    while True:
+        try:
+            _JOBS.get_nowait()
+        except queue.Empty:
+            break
+        _JOBS.task_done()
+    wait_idle()
+
+
 def submit(jobs) -> None:
     """Compile ``jobs`` (objects with a ``compile()`` method) in the background thread."""
     with _WORKER_LOCK:
@@ -177,5 +190,6 @@ def submit(jobs) -> None:
             t = threading.Thread(target=_work, name="chainrule-numba", daemon=True)
             t.start()
             _WORKER.append(t)
+            atexit.register(_at_exit)
     for job in jobs:
         _JOBS.put(job)
