@@ -26,8 +26,8 @@ os.environ.setdefault("CHAINRULE_NATIVE", "0")
 # module (relative to the repository) -> (the package it is written in, or its doctests
 # need, and what installs it)
 _WRITTEN_IN = {
-    "chainrule/backend/numba/vecmath.py": ("numba", "pip install 'chainrule[fast]'"),
-    "chainrule/backend/array_api/namespaces.py": ("array_api_compat", "pip install array-api-compat"),
+    "chainrule/backend/array_api/namespaces.py": ("array_api_compat",
+                                                  "pip install array-api-compat"),
 }
 _ROOT = Path(__file__).resolve().parent
 _MISSING = {path: need for path, need in _WRITTEN_IN.items()

@@ -46,19 +46,42 @@ The algorithms (the classic ones of Cephes / fdlibm):
 
 from __future__ import annotations
 
-import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
+
+from ...errors import BackendError
+
+try:
+    import numba
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+except ImportError:  # the module imports (docs, doctests); its functions need numba
+    numba = None
+
+
+def _needs_numba(*args, **kwargs):
+    """Without numba, the decorators here make functions that say what to install."""
+    def decorate(fn):
+        def missing(*a, **k):
+            raise BackendError(f"vecmath.{fn.__name__} is a numba kernel: pip install "
+                               f"'chainrule[fast]' (numba)")
+        missing.__name__ = fn.__name__
+        return missing
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return decorate(args[0])
+    return decorate
+
+
+if numba is None:
+    intrinsic = _needs_numba
 
 ULP_BOUND = {"exp": 2, "expm1": 3, "log": 2, "log1p": 3, "tanh": 3, "sigmoid": 3}
 ULP_BOUND_F32 = {"exp": 1, "log": 1, "tanh": 1, "sigmoid": 3}
 # the functions with a float32 version: ``vm.tanh32`` (float32 in and out)
 FLOAT32 = {name: f"{name}32" for name in ULP_BOUND_F32}
 
-_U64 = numba.uint64
+_U64 = np.uint64
 _SIGN = _U64(0x8000000000000000)
 _MANTISSA = _U64(0x000FFFFFFFFFFFFF)
 _SHIFTER = 6755399441055744.0  # 1.5 * 2**52: adding it rounds to an integer, kept in the bits
@@ -125,7 +148,7 @@ def fma32(typingctx, a, b, c):
     return types.float32(types.float32, types.float32, types.float32), codegen
 
 
-_jit = numba.njit(cache=True, nogil=True)
+_jit = numba.njit(cache=True, nogil=True) if numba else _needs_numba()
 
 
 @_jit
@@ -261,7 +284,7 @@ def sigmoid_f64(x):
 
 # -- float32, computed in float32 ----------------------------------------------------
 _F = np.float32
-_U32 = numba.uint32
+_U32 = np.uint32
 _SIGN32 = _U32(0x80000000)
 _MANTISSA32 = _U32(0x007FFFFF)
 _SHIFTER32 = _F(12582912.0)  # 1.5 * 2**23
@@ -355,7 +378,7 @@ def sigmoid_f32(x):
 # -- the ufuncs kernels call ---------------------------------------------------------
 # Compiled for a dtype when first used (a kernel's typing compiles the loop it needs:
 # ~0.1 s each, where compiling them all at import would cost 1.5 s)
-_ufunc = numba.vectorize(cache=True, nopython=True)
+_ufunc = numba.vectorize(cache=True, nopython=True) if numba else _needs_numba()
 
 
 @_ufunc

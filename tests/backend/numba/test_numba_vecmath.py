@@ -22,8 +22,9 @@ import pytest
 
 from chainrule import ops
 
-vm = pytest.importorskip("chainrule.backend.numba.vecmath",
-                         reason="numba is not installed (pip install chainrule[fast])")
+pytest.importorskip("numba", reason="numba is not installed (pip install chainrule[fast])")
+
+from chainrule.backend.numba import vecmath as vm  # noqa: E402
 
 NAMES = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid")
 
@@ -279,3 +280,18 @@ def test_a_float32_loop_calling_them_is_vector_code():
     llvm = loop.inspect_llvm(loop.signatures[0])
     assert "x float>" in llvm  # <4 x float> (SSE2) or wider
     assert not any(f"@{f}" in llvm for f in ("tanhf", "logf", "expf", "tanh", "log", "exp"))
+
+
+def test_without_numba_the_module_imports_and_its_functions_say_what_to_install():
+    """The module imports with numba absent (a newcomer's pytest collects it); calling a
+    kernel then is a chainrule error naming the extra."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['numba'] = sys.modules['llvmlite'] = None\n"
+            "from chainrule.backend.numba import vecmath as vm\n"
+            "from chainrule.errors import BackendError\n"
+            "try:\n    vm.exp(1.0)\nexcept BackendError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "pip install 'chainrule[fast]'" in out
