@@ -18,7 +18,8 @@ from ...transform.lowering.loop_batching import batch_loops
 from .. import policy
 from ..codegen.generate import CompiledFunction, compile_module
 from . import loops
-from .programs import TooLong, Unsupported, program_source
+from .lowerings import Unsupported
+from .programs import TooLong, program_source
 from .regions import compile_fused
 from .runtime import enabled, submit
 

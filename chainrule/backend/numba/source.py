@@ -309,7 +309,7 @@ class _Writer:
                 returned.append(read(r, ()))
             else:
                 out = f"out{k}"
-                setup.append(f"{out} = np.empty({_shape_text(t.shape)}, {NP_NAME[t.dtype]})")
+                setup.append(f"{out} = np.empty({shape_text(t.shape)}, {NP_NAME[t.dtype]})")
                 body.append(f"{out}{self.index(t.shape, space, idx)} = {read(r, t.shape)}")
                 returned.append(out)
             if not t.shape:
@@ -371,7 +371,7 @@ class _Writer:
                 "prod": literal(1, acc_dt), "max": _extreme(acc_dt, low=True),
                 "min": _extreme(acc_dt, low=False)}[kind]
         if out_t.shape:
-            setup.append(f"{acc} = np.full({_shape_text(out_t.shape)}, {init}, "
+            setup.append(f"{acc} = np.full({shape_text(out_t.shape)}, {init}, "
                          f"{NP_NAME[acc_dt]})")
             target = acc + "[" + ", ".join(
                 "0" if k in axes else idx[k] for k in range(len(space))
@@ -410,7 +410,7 @@ def _dtype_name(dtype) -> str:
     return str(DType(dtype))
 
 
-def _shape_text(shape) -> str:
+def shape_text(shape) -> str:
     return f"({shape[0]},)" if len(shape) == 1 else "(" + ", ".join(map(str, shape)) + ")"
 
 

@@ -23,12 +23,14 @@ from chainrule.backend import policy  # noqa: E402
 from chainrule.backend.codegen.generate import compile_module  # noqa: E402
 from chainrule.backend.numba import small  # noqa: E402
 from chainrule.backend.numba.loops import LoopProgram  # noqa: E402
-from chainrule.backend.numba.programs import (  # noqa: E402
+from chainrule.backend.numba.lowerings import (  # noqa: E402
     LOWERINGS,
-    NATIVE_RTOL,
     NO_LOWERING,
-    STATEMENTS,
     Unsupported,
+)
+from chainrule.backend.numba.programs import (  # noqa: E402
+    NATIVE_RTOL,
+    STATEMENTS,
     program_source,
 )
 from chainrule.transform import optimize  # noqa: E402
