@@ -15,7 +15,7 @@ from ..errors import CompiledHigherOrderError
 from ..ir.nodes import Call, Constant, Function, Module, Tuple, TupleGetItem, Var, While
 from ..ir.op import Op
 from ..ir.types import TensorType, TupleType
-from ..ir.visitor import Mutator, nested_blocks, vars_used
+from ..ir.visitor import Mutator, all_bindings, nested_blocks, vars_used
 from ..transform.cleanup.optimize import optimize
 from .grad_program import _reachable
 from .reverse import _leaf_types
@@ -370,10 +370,5 @@ class _Chunked:
 
 def has_loop(module: Module) -> bool:
     """Whether a function of ``module`` has a ``while`` loop (at any depth)."""
-    blocks = [fn.body for fn in module.functions.values()]
-    while blocks:
-        for b in blocks.pop().bindings:
-            if type(b.value) is While:
-                return True
-            blocks.extend(nested_blocks(b.value))
-    return False
+    return any(type(b.value) is While
+               for b in all_bindings(fn.body for fn in module.functions.values()))

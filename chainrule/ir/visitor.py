@@ -42,6 +42,15 @@ _NESTED = {
 }
 
 
+def all_bindings(blocks):
+    """Every binding of ``blocks`` and of the blocks nested in them (any order)."""
+    todo = list(blocks)
+    while todo:
+        for b in todo.pop().bindings:
+            yield b
+            todo.extend(nested_blocks(b.value))
+
+
 def atoms_of(value):
     """The atoms a value reads directly (not inside nested blocks)."""
     t = type(value)  # exact types first: this runs once or twice per binding in every pass

@@ -13,7 +13,7 @@ import warnings
 
 from ...errors import CodegenError
 from ...ir.nodes import Call, Module, While
-from ...ir.visitor import largest_array, nested_blocks
+from ...ir.visitor import all_bindings, largest_array
 from ...transform.lowering.loop_batching import batch_loops
 from .. import policy
 from ..codegen.generate import CompiledFunction, compile_module
@@ -158,15 +158,8 @@ class _Trial:
 
 def _counts(module: Module, func: str) -> tuple[int, int]:
     """(op calls, while loops) of ``module[func]``, at any depth."""
-    calls, loops_ = 0, 0
-    blocks = [module[func].body]
-    while blocks:
-        block = blocks.pop()
-        for b in block.bindings:
-            calls += type(b.value) is Call
-            loops_ += type(b.value) is While
-            blocks.extend(nested_blocks(b.value))
-    return calls, loops_
+    kinds = [type(b.value) for b in all_bindings([module[func].body])]
+    return kinds.count(Call), kinds.count(While)
 
 
 def _has_loop(module: Module, func: str) -> bool:

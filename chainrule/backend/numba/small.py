@@ -385,12 +385,12 @@ def _index(s: Elements) -> list[str]:
     t = s.types[0]
     key, dynamic = _static_key(s, t)
     try:
+        if not dynamic and is_small(t):
+            elems = s.elements(0)
+            return [elems[i] for i in _grid(t.shape)[key].ravel()]
         coords = [c[key] for c in np.indices(t.shape)]
     except IndexError as exc:
         raise Decline(str(exc)) from None
-    if not dynamic and is_small(t):
-        elems = s.elements(0)
-        return [elems[i] for i in _grid(t.shape)[key].ravel()]
     x = s.forms[0]
     if not isinstance(x, str):  # a small array indexed dynamically: as an array
         x = s.writer.array(x, s.depth)
