@@ -52,6 +52,7 @@ TAPE_SIGNATURES = 8192  # the tape's memo of op signatures (type rules run once)
 
 # native code (numba): a straight-line program of fewer op calls has no Python calls worth
 # saving; one on bigger arrays spends its time in NumPy's loops, which numba's do not beat
+# op for op (a chain of elementwise ops in one loop, one pass over memory, does)
 NATIVE_MIN_OPS = 4
 NATIVE_MAX_ELEMENTS = 1 << 16
 # calls of each (NumPy code, native code) after which a straight-line program keeps the
@@ -64,6 +65,8 @@ TRIAL_CALLS = 3
 # the 775 lines of a 256x256 Jacobian unrolled for more than 20 s, for a gain a trial may
 # not even keep
 NATIVE_MAX_LINES_STRAIGHT = 400
+# the buffers of a native program's stacks kept between its calls (reused: no page faults)
+NATIVE_WORKSPACE_BYTES = 256 * 2**20
 
 
 def eager_default() -> bool:
@@ -91,20 +94,27 @@ def sightings_before_codegen(n_nodes: int) -> int:
     return max(2, n_nodes // CODEGEN_NODES_PER_SIGHTING)
 
 
-def worth_native(calls: int, loops: int, largest: int) -> str | None:
+def worth_native(calls: int, loops: int, largest: int, chained: int = 0) -> str | None:
     """None when a program of ``calls`` op calls and ``loops`` while loops, whose largest
-    array has ``largest`` elements, is worth compiling to native code; else why not.
+    array has ``largest`` elements and which computes ``chained`` values inside element
+    loops (``numba/deferred.py``: never stored), is worth compiling to native code; else
+    why not.
 
     >>> worth_native(3, 0, 10)
     '3 op call(s) and no loop: no Python calls to save'
     >>> worth_native(3, 1, 10**9) is None
+    True
+    >>> worth_native(20, 0, 10**6, chained=0)[:30]
+    'arrays of more than 65536 elem'
+    >>> worth_native(20, 0, 10**6, chained=3) is None
     True
     """
     if loops:
         return None
     if calls < NATIVE_MIN_OPS:
         return f"{calls} op call(s) and no loop: no Python calls to save"
-    if largest > NATIVE_MAX_ELEMENTS:
-        return (f"arrays of more than {NATIVE_MAX_ELEMENTS} elements: NumPy's calls cost "
-                f"little next to the work")
+    if largest > NATIVE_MAX_ELEMENTS and not chained:
+        return (f"arrays of more than {NATIVE_MAX_ELEMENTS} elements and no chain of "
+                f"elementwise ops to compute in one loop: NumPy's calls cost little next "
+                f"to the work")
     return None

@@ -137,6 +137,7 @@ class LoopSource:
     helpers: str = HELPERS
     boundscheck: bool = False  # indices checked as NumPy checks them (whole programs)
     opt_level: int = 3  # LLVM's: 1 for long functions, whose O3 takes minutes
+    workspace: tuple = ()  # (shape, dtype) of the buffers passed after the constants
 
 
 def _literal(c: Constant) -> str | None:
@@ -516,6 +517,30 @@ def _rebuild(tree, flat, types, pos: list):
 NP_SCALAR = {k: getattr(np, v[3:]) for k, v in NP_NAME.items()}
 
 
+class Workspace:
+    """The buffers a program's stacks fill (their rows written, then read, within one
+    call), kept for its next call: memory already touched costs no page faults (a
+    program pushing 100 steps of 10,000 values a step onto 12 stacks faulted 24,000
+    pages a call, 2.7 times its run). A call made while another holds them (another
+    thread) gets new ones."""
+
+    def __init__(self, layout: tuple):
+        self.layout = layout
+        self.free: list = []
+        self.lock = threading.Lock()
+
+    def take(self) -> tuple:
+        with self.lock:
+            if self.free:
+                return self.free.pop()
+        return tuple(np.empty(shape, np.dtype(dtype)) for shape, dtype in self.layout)
+
+    def give(self, bufs: tuple) -> None:
+        with self.lock:
+            if not self.free:
+                self.free.append(bufs)
+
+
 class LoopProgram:
     """A program compiled whole (``src``): ``compile()`` loads or compiles its numba
     function and swaps it into the ``fn`` of every ``CompiledFunction`` attached.
@@ -553,12 +578,22 @@ class LoopProgram:
         casts = [(np.ascontiguousarray if p.type.ndim else NP_SCALAR[str(p.type.dtype)])
                  for p in self.fn.params]
         tree, rtype = self.src.result_tree, self.fn.ret_type
+        if not self.src.workspace:
+            def run(*args):
+                flat = disp(*[c(a) for c, a in zip(casts, args)], *consts)
+                return _rebuild(tree, flat, rtype, [0])
+            return run
+        pool = Workspace(self.src.workspace)
 
-        def run(*args):
-            flat = disp(*[c(a) for c, a in zip(casts, args)], *consts)
+        def run_in_workspace(*args):
+            bufs = pool.take()
+            try:
+                flat = disp(*[c(a) for c, a in zip(casts, args)], *consts, *bufs)
+            finally:
+                pool.give(bufs)
             return _rebuild(tree, flat, rtype, [0])
 
-        return run
+        return run_in_workspace
 
     def compile(self) -> None:
         if self.done.is_set():

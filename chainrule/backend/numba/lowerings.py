@@ -297,10 +297,14 @@ def _matmul(e: Emit) -> str:
     a, b = e.types
     if a.ndim in (1, 2) and b.ndim in (1, 2):
         return f"np.dot({_contiguous(e.args[0])}, {_contiguous(e.args[1])})"
-    if a.ndim == b.ndim and a.shape[:-2] == b.shape[:-2]:
-        out = f"np.empty({shape_text(e.out.shape)}, {dtype_name(e.out)})"
-        return f"matmul_batched({_contiguous(e.args[0])}, {_contiguous(e.args[1])}, {out})"
-    raise Unsupported(f"matmul of {a} and {b} (broadcast batch dimensions)")
+    if a.ndim < 2 or b.ndim < 2:
+        raise Unsupported(f"matmul of {a} and {b} (a vector and a batch of matrices)")
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    args = [x if t.shape[:-2] == batch else  # a batch broadcast: its copies made
+            f"np.broadcast_to({x}, {shape_text(batch + t.shape[-2:])})"
+            for x, t in zip(e.args, e.types)]
+    out = f"np.empty({shape_text(e.out.shape)}, {dtype_name(e.out)})"
+    return f"matmul_batched({_contiguous(args[0])}, {_contiguous(args[1])}, {out})"
 
 
 LOWERINGS[ops.matmul] = _matmul
@@ -420,6 +424,8 @@ def _key(e: Emit, arrays, flat: bool = False) -> str:
     """The Python index of ``key`` (numba's: slices, integers, None, one 1-D array; an
     array of more dimensions read flat when ``flat``)."""
     types = e.types[len(e.types) - len(arrays):]
+    if arrays:  # positions read from values: numba checks them as NumPy does
+        e.writer.bounds_checked = True
     if flat:
         arrays = [f"{a}.ravel()" if t.ndim > 1 else a for a, t in zip(arrays, types)]
     elif any(t.ndim > 1 for t in types):
@@ -561,7 +567,6 @@ NO_LOWERING.update({
     OPS["triangular_solve"]: "a triangular solve (not written for numba yet)",
     OPS["slogdet"]: "a log-determinant with its sign (not written for numba yet)",
     OPS["adjugate"]: "an adjugate (not written for numba yet)",
-    ops.stack.STACK_ALLOC: "a preallocated stack of a checkpointed loop (not written yet)",
     ops.stack.STACK_ADD: "the sum of two stacks (not written for numba yet)",
 })
 _FAMILIES = {importlib.import_module(f"{ops.__name__}.{name}"): reason

@@ -18,6 +18,7 @@ from ...transform.lowering.loop_batching import batch_loops
 from .. import policy
 from ..codegen.generate import CompiledFunction, compile_module
 from . import loops
+from .deferred import deferrable_vars
 from .lowerings import Unsupported
 from .programs import TooLong, program_source
 from .regions import compile_fused
@@ -169,7 +170,10 @@ def _has_loop(module: Module, func: str) -> bool:
 def _worth_native(module: Module, func: str) -> str | None:
     """None when ``module[func]`` is worth compiling natively, else why not."""
     calls, loops_ = _counts(module, func)
-    return policy.worth_native(calls, loops_, 0 if loops_ else largest_array(module))
+    if loops_:
+        return None
+    return policy.worth_native(calls, loops_, largest_array(module),
+                               len(deferrable_vars(module[func])))
 
 
 def attach_native(compiled: CompiledFunction, module: Module, func: str,

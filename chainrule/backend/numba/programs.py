@@ -10,6 +10,11 @@ the background, ``runtime.py``), and whatever has no numba form here keeps a pro
 on it, with the reason (``Unsupported``), which ``describe`` puts at the end of the
 program's ``.source()``.
 
+A chain of elementwise ops (broadcasts, slices, transposes, concatenations, slice
+updates) is computed in one loop nest, a value read once by the next op not stored, a
+reduction in the loops of what it reduces (``deferred.py``): above, the tanh, the
+product and the sum are one loop.
+
 Every value is a numba variable: an array of any rank, a 0-d value a scalar of its
 dtype, a tuple its fields, a stack (the residuals reverse mode pushes in a loop) a
 buffer and a count, grown by doubling (``products.HELPERS``). An op is written by its
@@ -25,10 +30,14 @@ computed otherwise (a sum's order, numba's ``exp``): ``NATIVE_RTOL``.
 >>> m = cr.trace(lambda x: cnp.sum(cnp.tanh(x) * 2.0), np.ones(100))
 >>> print(program_source(m, "main").text)
 def main(a0):
-    v0 = vm.tanh(a0)
-    v1 = v0 * 2.0
-    v2 = np.sum(v1)
-    return (v2,)
+    v1 = v2 = v3 = v4 = 0.0
+    for v0 in range(0, 100, 4):
+        v1 = (v1 + ((vm.tanh(a0[v0])) * 2.0))
+        v2 = (v2 + ((vm.tanh(a0[(v0 + 1)])) * 2.0))
+        v3 = (v3 + ((vm.tanh(a0[(v0 + 2)])) * 2.0))
+        v4 = (v4 + ((vm.tanh(a0[(v0 + 3)])) * 2.0))
+    v5 = ((v1 + v2) + (v3 + v4))
+    return (v5,)
 <BLANKLINE>
 """
 
@@ -40,7 +49,17 @@ from ... import ops
 from ...ir.nodes import Call, Constant, Function, If, Module, Tuple, TupleGetItem, Var, While
 from ...ir.op import Op
 from ...ir.types import ListType, TensorType, TupleType
-from ...ops.stack import STACK_EMPTY, STACK_NONEMPTY, STACK_POP, STACK_POP_OR_ZERO, STACK_PUSH
+from ...ir.visitor import all_bindings, nested_blocks
+from ...ops.stack import (
+    STACK_ALLOC,
+    STACK_EMPTY,
+    STACK_NONEMPTY,
+    STACK_POP,
+    STACK_POP_OR_ZERO,
+    STACK_PUSH,
+)
+from .. import policy
+from .deferred import Deferred, deferrable_vars, element_form, store
 from .loops import LoopSource
 from .lowerings import HELPERS as OP_HELPERS
 from .lowerings import NO_LOWERING, Emit, Unsupported, dtype_name, lowering
@@ -94,6 +113,10 @@ class _Writer:
         self.consumed: dict = {}  # stack form -> times used up (pushed onto, popped)
         self.empty: set = set()  # stack forms of stack_empty (see the stacks, below)
         self.memo: dict = {}  # small arrays' elements read, arrays made of elements
+        self.deferrable: set = set()  # values read once, element by element (deferred.py)
+        self.workspace: list = []  # (shape, dtype) of the stacks' buffers passed in
+        self.pops_copy = True  # a push may follow a pop: popped rows are copied
+        self.bounds_checked = False  # whether an index reads positions from values
 
     def small_arrays(self, t) -> bool:
         """Whether values of type ``t`` are held by their elements."""
@@ -206,7 +229,10 @@ class _Writer:
         return list(names)
 
     def array(self, form, depth: int) -> str:
-        """A small array's elements as an array (once per block)."""
+        """A small array's elements as an array (once per block); a deferred array
+        stored."""
+        if isinstance(form, Deferred):
+            form = store(self, form, depth)
         if not isinstance(form, Small):
             return form
         key = ("array", form.names, form.type)
@@ -276,6 +302,11 @@ class _Writer:
             _check_tensor(a.type)
         args = [self.atom(a) for a in v.args]
         types = [a.type for a in v.args]
+        form = element_form(self, var, v, args, types, depth)
+        if form is not None:
+            self.where[var] = form
+            return
+        args = [self.array(a, depth) if isinstance(a, Deferred) else a for a in args]
         if self.small(var, v, args, types, depth):
             return
         self.array_ops += 1
@@ -425,6 +456,40 @@ def _stack_empty(w: _Writer, var: Var, v: Call, depth: int) -> None:
     w.where[var] = form
 
 
+def _stack_alloc(w: _Writer, var: Var, v: Call, depth: int) -> None:
+    """A stack with room for ``trips`` pushes (a loop of known trip count fills it): one
+    buffer of that many rows per leaf, so no push grows it."""
+    trips = w.atom(v.args[0])
+    if not isinstance(trips, str) or isinstance(v.args[0].type, TensorType) and (
+            v.args[0].type.shape):
+        raise Unsupported("a stack sized by a value that is not a number")
+    leaves = _elem_leaves(v.attrs["elem"])
+    if type(v.args[0]) is Constant and depth == 1:  # once a call: the program's workspace
+        rows = max(int(v.args[0].data), 0)
+        size = rows * sum(leaf.size * leaf.dtype.numpy.itemsize for leaf in leaves)
+        if size + sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d in w.workspace) <= (
+                policy.NATIVE_WORKSPACE_BYTES):
+            bufs = []
+            for leaf in leaves:
+                w.workspace.append(((rows, *leaf.shape), leaf.dtype.numpy.str))
+                bufs.append(f"b{len(w.workspace) - 1}")
+            n = w.fresh()
+            w.out(depth, f"{n} = 0")
+            w.where[var] = ("S", tuple(bufs), n)
+            return
+    rows = w.fresh()
+    w.out(depth, f"{rows} = max({trips}, 0)")
+    bufs = []
+    for leaf in leaves:
+        buf = w.fresh()
+        w.out(depth, f"{buf} = np.empty(({rows}, {', '.join(map(str, leaf.shape))}"
+                     f"{',' if not leaf.shape else ''}), {dtype_name(leaf)})")
+        bufs.append(buf)
+    n = w.fresh()
+    w.out(depth, f"{n} = 0")
+    w.where[var] = ("S", tuple(bufs), n)
+
+
 def _stack_push(w: _Writer, var: Var, v: Call, depth: int) -> None:
     _, bufs, n = w.consume(w.atom(v.args[0]))
     values = _leaves(w.atom(v.args[1]))
@@ -461,7 +526,7 @@ def _stack_pop(w: _Writer, var: Var, v: Call, depth: int) -> None:
             tops.append(top)
             continue
         # a copy: a later push may write the slot while the popped value is read
-        copy = ".copy()" if leaf.shape else ""
+        copy = ".copy()" if leaf.shape and w.pops_copy else ""
         if v.callee is STACK_POP:
             w.out(depth, f"{top} = {buf}[{n} - 1]{copy}")
         else:
@@ -506,8 +571,8 @@ def _split(w: _Writer, var: Var, v: Call, depth: int) -> None:
 
 
 # ops that write statements of their own and values of other forms than one array
-STATEMENTS = {STACK_EMPTY: _stack_empty, STACK_PUSH: _stack_push, STACK_POP: _stack_pop,
-              STACK_POP_OR_ZERO: _stack_pop, STACK_NONEMPTY: _stack_nonempty,
+STATEMENTS = {STACK_EMPTY: _stack_empty, STACK_ALLOC: _stack_alloc, STACK_PUSH: _stack_push,
+              STACK_POP: _stack_pop, STACK_POP_OR_ZERO: _stack_pop, STACK_NONEMPTY: _stack_nonempty,
               ops.split: _split}
 
 
@@ -539,6 +604,8 @@ def program_source(module: Module, func: str, scalars: bool = True,
     ``max_lines`` (``MAX_LINES`` by default)."""
     fn: Function = module[func]
     w = _Writer(scalars, max_lines)
+    w.deferrable = deferrable_vars(fn)
+    w.pops_copy = _push_after_pop(fn)
     sig = []
     for k, p in enumerate(fn.params):
         if not isinstance(p.type, TensorType):
@@ -555,14 +622,47 @@ def program_source(module: Module, func: str, scalars: bool = True,
         raise Unsupported("a stack used twice (shared, not linear)")
     consts = [f"k{k}" for k in range(len(w.constants))]
     sig += [_numba_type(TensorType(c.shape, _dtype_of(c))) for c in w.constants]
-    names = [f"a{k}" for k in range(len(fn.params))] + consts
-    body = "\n".join(w.lines)
+    sig += [_numba_type(TensorType(shape, _dtype_of(np.empty(0, dt))))
+            for shape, dt in w.workspace]
+    names = ([f"a{k}" for k in range(len(fn.params))] + consts
+             + [f"b{k}" for k in range(len(w.workspace))])
     flat = _flat(result)
+    if w.workspace and not w.pops_copy:  # a result may be a row of the next call's buffers
+        flat = [f"np.copy({x})" if isinstance(t, TensorType) and t.shape else x
+                for x, t in zip(flat, _flat_types(fn.ret_type))]
+    body = "\n".join(w.lines)
     text = (f"def {func}({', '.join(names)}):\n" + (body + "\n" if body else "")
             + f"    return ({', '.join(flat)}{',' if len(flat) == 1 else ''})\n")
     return LoopSource(func, text, f"({', '.join(sig)},)", tuple(w.constants),
-                      _tree(result), HELPERS, boundscheck=True,
-                      opt_level=3 if len(w.lines) <= MAX_LINES_AT_O3 else 1)
+                      _tree(result), HELPERS, boundscheck=w.bounds_checked,
+                      opt_level=3 if len(w.lines) <= MAX_LINES_AT_O3 else 1,
+                      workspace=tuple(w.workspace))
+
+
+def _flat_types(t) -> list:
+    if isinstance(t, TupleType):
+        return [x for f in t.fields for x in _flat_types(f)]
+    return [t]
+
+
+def _push_after_pop(fn: Function) -> bool:
+    """Whether a push may run after a pop: some binding of the function's top block
+    pushing comes after (or is) one popping. Otherwise (a forward loop pushing, then a
+    reverse loop popping: reverse mode's) popped rows are never written again, and are
+    read in place."""
+    popped = False
+    for b in fn.body.bindings:
+        callees = {x.value.callee for x in all_bindings(nested_blocks(b.value))
+                   if type(x.value) is Call}
+        if type(b.value) is Call:
+            callees.add(b.value.callee)
+        if popped and STACK_PUSH in callees:
+            return True
+        if STACK_POP in callees or STACK_POP_OR_ZERO in callees:
+            if STACK_PUSH in callees:
+                return True
+            popped = True
+    return False
 
 
 def _dtype_of(arr: np.ndarray):

@@ -41,6 +41,7 @@ from ...ir.nodes import (
     Var,
     While,
 )
+from ...ir.op import OPS
 from ...ir.types import ListType, TensorType, TupleType, has_float
 from ...ir.visitor import block_free_vars, substitute_vars
 from ...ops.stack import STACK_ALLOC, STACK_EMPTY, STACK_POP, STACK_PUSH, rows_pay
@@ -65,6 +66,40 @@ def _backward_block(sweep: Sweep, sub: Sweep, ct: Var, inputs) -> Block:
 def _residuals(block: Block, defined: set) -> list[Var]:
     """The values among ``defined`` that the backward ``block`` reads."""
     return [v for v in block_free_vars([block]) if v in defined]
+
+
+# ops that make a view of their operand (no arithmetic, no copy on NumPy): a residual
+# made by one from values the backward has is made again there rather than stacked
+_VIEWS = frozenset({ops.permute_dims, ops.broadcast_to, *(OPS[name] for name in (
+    "reshape", "expand_dims", "squeeze"))})
+
+
+def _view(value) -> bool:
+    """A view: an op of ``_VIEWS``, or an index by integers, slices and None."""
+    return type(value) is Call and (value.callee in _VIEWS or value.callee is ops.index
+                                    and len(value.args) == 1)
+
+
+def _remade_views(backward: Block, residuals: list, bindings: list) -> tuple:
+    """``(backward, residuals)`` with the residuals that are views of other residuals or
+    of values from before the loop (``x[1:]`` of a captured ``x``, the state's slice)
+    made again at the start of the backward instead of pushed at every iteration: a
+    push copies the view, a view costs nothing."""
+    kept = set(residuals)
+    defined = {x.var for x in bindings}
+    remade: dict = {}
+    lines = []
+    for x in bindings:
+        if x.var in kept and _view(x.value) and all(
+                type(a) is not Var or a not in defined or a in kept for a in x.value.args):
+            new = remade[x.var] = Var(x.var.name, x.var.type)
+            args = [remade.get(a, a) for a in x.value.args]
+            lines.append(Binding(new, Call(x.value.callee, args, x.value.attrs)))
+    if not remade:
+        return backward, residuals
+    body = _substituted(backward, remade)
+    return (Block(lines + list(body.bindings), body.result),
+            [r for r in residuals if r not in remade])
 
 
 def _substituted(block: Block, sub: dict) -> Block:
@@ -288,6 +323,8 @@ def while_forward(sweep: Sweep, binding: Binding):
     backward = _backward_block(sweep, sub, ct, inputs)
     defined = set(new_lvs) | {x.var for x in cond_block.bindings} | {x.var for x in b.bindings}
     residuals = _residuals(backward, defined)
+    backward, residuals = _remade_views(backward, residuals,
+                                        list(cond_block.bindings) + list(b.bindings))
     stacks = [Var(f"{r.name}_stack", ListType(r.type)) for r in residuals]
     pushed = [b.call(STACK_PUSH, [s, r], None, f"{r.name}_stack")
               for s, r in zip(stacks, residuals)]

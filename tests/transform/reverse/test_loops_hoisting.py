@@ -60,3 +60,31 @@ def _unrolled(w, x):
     for _ in range(6):
         x = x - 0.1 * cnp.tanh(x @ w)
     return x
+
+
+def _ode(x, s):
+    """GradBench's ode: views of a captured value (``x[1:]``) and of the state
+    (``s[:-1]``) read by every iteration's backward."""
+    def step(_, y):
+        k = cnp.concatenate([x[:1], x[1:] * y[:-1]])
+        return y + 0.1 * k * cnp.tanh(y)
+    return cnp.sum(cr.fori_loop(0, 5, step, s) ** 2)
+
+
+def test_views_are_made_again_by_the_backward_not_stacked():
+    """A residual that is a view of a value from before the loop or of another residual
+    is not pushed at every iteration (a copy a step): the backward makes the view again
+    from what it has."""
+    x, s = rng.uniform(0, 1, 9), rng.uniform(0, 1, 9)
+    program = gradient(cr.trace(_ode, x, s))
+    cr.verify(program)
+    text = str(program)
+    assert cr.parse(text) == program
+    pushed = [line.split("stack_push(")[1] for line in text.splitlines()
+              if "stack_push(" in line]
+    assert len(pushed) == 3, text  # y, tanh(y), 0.1 k: not x[1:], not y[:-1]
+    assert not any(p.startswith(("lv2", "lv3")) for p in pushed), text
+    check_grads(_ode, (x, s), order=2)
+    for k in (0, 1):
+        np.testing.assert_allclose(cr.grad(_ode, argnums=k)(x, s),
+                                   cr.jit(cr.grad(_ode, argnums=k))(x, s), rtol=1e-13)
