@@ -288,6 +288,7 @@ def check_size(module, size: str, tools: Sequence[str], *, full: bool | None = N
             if fn is None:
                 r.status, r.detail = "missing", f"no {tool} version of {function}"
                 continue
+            wait_idle(timeout=300)  # not the previous row's native code compiling meanwhile
             t0 = time.perf_counter()
             try:
                 out = call_with_timeout(fn, timeout)
