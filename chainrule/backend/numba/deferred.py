@@ -23,7 +23,13 @@ from their facts: ``Op.scalar``, as fused regions compute them, ``source.py``):
 - ``permute_dims``: the operand at the permuted index; ``reshape``, ``expand_dims``
   and ``squeeze`` when they only add or drop axes of size 1;
 - ``index`` by integers, slices and ``None``: the operand at ``start + step * i``;
-- ``concatenate``: the operand whose range holds the index, shifted.
+- ``concatenate``: the operand whose range holds the index, shifted;
+- ``index_add`` / ``index_set`` at integers, unit-step slices and None (a slice's
+  adjoint): the base's element, plus (or replaced by) the update's inside the box;
+- ``zeros``, ``ones``, ``full`` (and ``_like``): the number;
+- ``matmul`` of stacks of small matrices (at most ``MATMUL_TERMS`` products per
+  element): the products written out; its operands are stored, each being read
+  several times.
 
 Reductions (``sum``, ``mean``, ``max``, ``min``, ``prod``) accumulate in a scalar
 when they reduce the trailing axes (kept axes outside, reduced axes inside), in an
@@ -52,6 +58,7 @@ __all__ = ["Deferred", "MAX_CHAIN", "deferrable_vars", "element_form", "store"]
 
 MAX_CHAIN = 32  # ops in one element's text: longer chains are stored
 UNROLL = 4  # accumulators of a reduction along a long last axis
+MATMUL_TERMS = 8  # products of a stack of matrix products written out, at most
 
 
 @dataclass(frozen=True)
@@ -229,6 +236,29 @@ def _update(add: bool):
     return make
 
 
+def _matmul(w, args, types, out, attrs, depth):
+    """A stack of small matrix products, each element a sum of ``k`` products written
+    out (numba's ``np.dot`` on each pair of 3x4 matrices costs a BLAS call each); a
+    product of two matrices, or a long sum, stays ``np.dot``'s."""
+    a, b = types
+    k = a.shape[-1]
+    if a.ndim < 2 or b.ndim < 2 or max(a.ndim, b.ndim) < 3 or k > MATMUL_TERMS:
+        raise NoElements
+    dt = str(out.dtype)
+    a_shape = out.shape[:-2] + a.shape[-2:]
+    b_shape = out.shape[:-2] + b.shape[-2:]
+
+    def at(idx):
+        batch, i, j = list(idx[:-2]), idx[-2], idx[-1]
+
+        def element(n: int, t, shape, at_: list) -> str:
+            return _cast(read(w, args[n], t, at_, shape, depth), str(t.dtype), dt)
+        terms = [f"{element(0, a, a_shape, [*batch, i, str(q)])} * "
+                 f"{element(1, b, b_shape, [*batch, str(q), j])}" for q in range(k)]
+        return "(" + " + ".join(terms) + ")"
+    return at
+
+
 def _filled(value):
     """zeros, ones, full and their _like: every element the same number."""
     def make(w, args, types, out, attrs, depth):
@@ -261,6 +291,7 @@ ELEMENTS: dict = {
     ops.index: _index,
     ops.concatenate: _concatenate,
     ops.index_add: _update(add=True),
+    ops.matmul: _matmul,
     OPS["index_set"]: _update(add=False),
     ops.zeros: _filled(lambda a: 0), ops.zeros_like: _filled(lambda a: 0),
     ops.ones: _filled(lambda a: 1), ops.ones_like: _filled(lambda a: 1),
@@ -283,8 +314,9 @@ def element_maker(op: Op):
 
 
 def reads_elements(op: Op) -> bool:
-    """Whether ``op`` can read a deferred operand element by element."""
-    return op.reduction in REDUCTIONS or element_maker(op) is not None
+    """Whether ``op`` can read a deferred operand element by element, each once (a
+    matmul reads each of its operands' elements several times: they are stored)."""
+    return op.reduction in REDUCTIONS or element_maker(op) is not None and op is not ops.matmul
 
 
 def deferrable_vars(fn: Function) -> set:

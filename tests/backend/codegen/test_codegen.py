@@ -436,16 +436,20 @@ def test_unused_bindings_are_freed():
     ((2, 3, 5, 6, 2, 3), (5, 6, 3, 4)),  # two leading and two shared batch dimensions
     ((6, 3, 2, 2), (1, 2, 2)),  # a batch of size 1 broadcast: NumPy's own matmul
     ((26, 544, 3, 4), (544, 4, 1)),  # a large left stack: NumPy's own matmul
+    ((22, 3, 3), (28, 22, 3, 3)),  # the right stack broadcast: the 28 into its columns
+    ((3, 4), (5, 7, 4, 2)),  # one left matrix
+    ((5, 6, 3, 4), (2, 3, 5, 6, 4, 2)),
 ])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
 def test_matmul_of_a_broadcast_stack_moves_its_batch_into_rows(shapes, dtype):
     """A stack broadcast against a shorter one is multiplied with its leading batch
-    dimensions moved into the rows (fewer, larger products): NumPy's values, shape and
-    dtype, from contiguous and strided operands."""
+    dimensions moved into the rows (or, on the right, the columns): fewer, larger
+    products, NumPy's values, shape and dtype, from contiguous and strided operands."""
     rng = np.random.default_rng(3)
     a, b = ((rng.uniform(-2, 2, s) * 4).astype(dtype) for s in shapes)
     fn = compile_module(cr.trace(lambda a, b: a @ b, a, b), "main")
-    for left in (a, np.swapaxes(np.swapaxes(a, -1, -2).copy(), -1, -2)):
-        got, want = fn(left, b), np.matmul(left, b)
+    strided = [np.swapaxes(np.swapaxes(x, -1, -2).copy(), -1, -2) for x in (a, b)]
+    for left, right in ((a, b), (strided[0], b), (a, strided[1])):
+        got, want = fn(left, right), np.matmul(left, right)
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-13)

@@ -80,6 +80,10 @@ CASES = {
                                                  cnp.mean((a > 0) * 1, axis=0)), A),
     "slice updates": (lambda x, y: cnp.zeros_like(x).at[3:30].add(y[:27] * 2.0)
                       .at[0].add(1.0).at[5:9].set(x[:4] - 1.0), X, Y),
+    "stacks of small matrix products": (
+        lambda c, a: (c[:, :, :5] @ a[:5, :3], a[None, :7, :4] @ c[:, :4, :6],
+                      (c[:, :6, :6] @ c[:, :6, :6]) * 2.0, cnp.sum(c[:2, :5, :2] @ c[:2, :2, :9])),
+        C, A),
     "a distance matrix's nearest": (
         lambda p, q: cnp.sum(cnp.min(cnp.sum(p * p, axis=1)[:, None] + cnp.sum(q * q, axis=1)
                                      - 2 * p @ q.T, axis=1)), A, A[:7] + 0.1),
