@@ -231,7 +231,8 @@ def draw_chart(table: dict, path: str, title: str = "") -> bool:
     ax.axvline(1, color="black", linewidth=1, zorder=3)
     ax.set_xscale("log")
     ax.set_xlim(1 / span, span)
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+    # 1, 2, 5 per decade while they fit; over more than four decades each way, powers of ten
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5) if span <= 1e4 else (1,)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.tick_params(axis="x", top=True, labeltop=True)  # the scale at both ends
