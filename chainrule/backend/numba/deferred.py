@@ -59,6 +59,7 @@ __all__ = ["Deferred", "MAX_CHAIN", "deferrable_vars", "element_form", "store"]
 MAX_CHAIN = 32  # ops in one element's text: longer chains are stored
 UNROLL = 4  # accumulators of a reduction along a long last axis
 MATMUL_TERMS = 8  # products of a stack of matrix products written out, at most
+MAX_PIECES = 16  # operands of a concatenation computed element by element, at most
 
 
 @dataclass(frozen=True)
@@ -268,6 +269,8 @@ def _filled(value):
 
 
 def _concatenate(w, args, types, out, attrs, depth):
+    if len(args) > MAX_PIECES:  # a conditional per piece: stored by np.concatenate
+        raise NoElements
     axis = attrs["axis"] % out.ndim
     starts = np.cumsum([0] + [t.shape[axis] for t in types]).tolist()
     dt = str(out.dtype)

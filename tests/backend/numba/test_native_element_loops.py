@@ -231,3 +231,11 @@ def test_popped_rows_are_copied_when_a_push_may_follow(order):
     got = LoopProgram(src, module["main"]).build()(x)
     np.testing.assert_array_equal(got, compile_module(module, "main")(x))
     np.testing.assert_array_equal(got, x * 3 if order == "push after pop" else x * 2)
+
+
+def test_a_concatenation_of_many_pieces_stays_one_call():
+    """An element of a concatenation is a conditional per piece: past ``MAX_PIECES`` the
+    pieces are joined by ``np.concatenate`` instead (an element text stays short)."""
+    text = _agree(lambda x: cnp.concatenate([x[i:i + 1] * 2.0 for i in range(40)] + [x]) + 1.0,
+                  X[:40])
+    assert "np.concatenate" in text, text
