@@ -62,7 +62,7 @@ class Tiered:
     ``module`` is that module, made on first use."""
 
     __slots__ = ("raw", "func", "prepare", "eager", "compiled", "calls", "params", "_module",
-                 "_interp", "_no_codegen", "allocates_results")
+                 "_interp", "_no_codegen", "allocates_results", "_native_asked")
 
     def __init__(self, raw: Module, func: str,
                  prepare: Callable[[Module], Module] | None = None, eager: bool | None = None):
@@ -76,6 +76,7 @@ class Tiered:
         self._module = None if prepare is not None else raw
         self._interp = None
         self._no_codegen = False
+        self._native_asked = False  # attach_native done (its compile asked for)
         # the compiled code returns only arrays it allocated (execution.results_allocated)
         self.allocates_results = False
 
@@ -86,8 +87,9 @@ class Tiered:
             self._module = self.prepare(self.raw)
         return self._module
 
-    def compile(self) -> CompiledFunction:
-        """The generated code (made now if it was not yet)."""
+    def compile(self, native: bool = True) -> CompiledFunction:
+        """The generated code (made now if it was not yet); its native code compiling in
+        the background unless not ``native`` (then ``attach_native`` starts it)."""
         if self.compiled is None:
             # NumPy code, or with CHAINRULE_NUMBA=1 fused regions that switch to numba
             # kernels compiled in the background (blocking only when eager)
@@ -96,29 +98,41 @@ class Tiered:
             module = share_logsumexp(self.module)
             compiled = (compile_program(module, self.func, self.eager)
                         if numba_enabled() else compile_module(module, self.func))
-            if native_enabled() and getattr(compiled.compiled, "loop_program", None) is None:
-                # the whole program as native code, swapped in once compiled (numba): in
-                # the background even when eager (numba may take seconds; the NumPy code
-                # is the compiled program meanwhile; runtime.wait_idle waits for it)
-                attach_native(compiled, self.module, self.func)
             # judged on the module the code was generated from (a numba program's regions
             # are calls of functions, never taken for fresh arrays)
             self.allocates_results = type(compiled) is CompiledFunction and (
                 results_allocated(compiled.module[compiled.name]))
             self.compiled = compiled
             self.raw = self._interp = None  # not run again: its memory is freed
+        if native:
+            self.attach_native()
         return self.compiled
+
+    def attach_native(self) -> None:
+        """The whole program as native code, swapped in once compiled (numba): in the
+        background even when eager (numba may take seconds; the NumPy code is the
+        compiled program meanwhile; runtime.wait_idle waits for it)."""
+        if self._native_asked or self.compiled is None:
+            return
+        self._native_asked = True
+        if native_enabled() and getattr(self.compiled.compiled, "loop_program", None) is None:
+            attach_native(self.compiled, self.module, self.func)
 
     def __call__(self, *args):
         if self.compiled is not None:
             return self.compiled(*args)
         if not self._no_codegen and policy.compile_now(self.calls, self.eager):
             try:
-                return self.compile()(*args)
+                compiled = self.compile(native=False)
             except CodegenError:
                 if self.eager:
                     raise
                 self._no_codegen = True  # the interpreter runs what Python cannot compile
+            else:
+                try:
+                    return compiled(*args)
+                finally:  # after this call: the compile does not share its core with it
+                    self.attach_native()
         self.calls += 1
         return self.interpret(args)
 

@@ -372,3 +372,32 @@ def test_a_program_too_long_as_elements_is_written_with_arrays(native, monkeypat
     assert g.native_status(x) == "native"
     with _numpy_only():
         _agree(got, cr.jit(cr.grad(f))(x))
+
+
+def test_the_native_compile_starts_after_the_first_call(monkeypatch):
+    """The first call runs the NumPy code alone: the background compile of its native
+    code starts when it returns (on one core it would share the call's time)."""
+    from chainrule.backend.codegen.generate import CompiledFunction
+    from chainrule.backend.numba import program
+
+    events = []
+    run, submit = CompiledFunction.__call__, program.submit
+
+    def recorded_run(self, *args):
+        events.append("run")
+        out = run(self, *args)
+        events.append("ran")
+        return out
+    monkeypatch.setattr(CompiledFunction, "__call__", recorded_run)
+    monkeypatch.setattr(program, "submit", lambda jobs: (events.append("submit"), submit(jobs)))
+    nb.use_native(True)
+    try:
+        g = cr.jit(cr.grad(_loop_program, argnums=(0, 1)), eager_compile=True)
+        want = g(X, W)
+        assert events[:3] == ["run", "ran", "submit"], events
+        nb.wait_idle()
+        assert g.native_status(X, W) in ("native", "measuring: the native code against "
+                                                    "the NumPy code, call by call")
+        _agree(g(X, W), want)
+    finally:
+        nb.use_native(None)
