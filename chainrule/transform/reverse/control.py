@@ -80,13 +80,13 @@ def _view(value) -> bool:
                                     and len(value.args) == 1)
 
 
-def _remade_views(backward: Block, residuals: list, bindings: list) -> tuple:
+def _remade_views(backward: Block, residuals: list, bindings: list, defined: set) -> tuple:
     """``(backward, residuals)`` with the residuals that are views of other residuals or
     of values from before the loop (``x[1:]`` of a captured ``x``, the state's slice)
     made again at the start of the backward instead of pushed at every iteration: a
-    push copies the view, a view costs nothing."""
+    push copies the view, a view costs nothing. ``defined``: what one iteration defines
+    (its loop variables and ``bindings``), not available to the backward unless kept."""
     kept = set(residuals)
-    defined = {x.var for x in bindings}
     remade: dict = {}
     lines = []
     for x in bindings:
@@ -324,7 +324,7 @@ def while_forward(sweep: Sweep, binding: Binding):
     defined = set(new_lvs) | {x.var for x in cond_block.bindings} | {x.var for x in b.bindings}
     residuals = _residuals(backward, defined)
     backward, residuals = _remade_views(backward, residuals,
-                                        list(cond_block.bindings) + list(b.bindings))
+                                        list(cond_block.bindings) + list(b.bindings), defined)
     stacks = [Var(f"{r.name}_stack", ListType(r.type)) for r in residuals]
     pushed = [b.call(STACK_PUSH, [s, r], None, f"{r.name}_stack")
               for s, r in zip(stacks, residuals)]

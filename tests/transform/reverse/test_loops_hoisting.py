@@ -88,3 +88,23 @@ def test_views_are_made_again_by_the_backward_not_stacked():
     for k in (0, 1):
         np.testing.assert_allclose(cr.grad(_ode, argnums=k)(x, s),
                                    cr.jit(cr.grad(_ode, argnums=k))(x, s), rtol=1e-13)
+
+
+def test_a_view_of_a_loop_variable_that_is_not_kept_is_pushed():
+    """A view is made again in the backward only from what the backward has: a loop
+    variable that is not itself a residual is not (its value is the iteration's)."""
+    from chainrule import ops
+    from chainrule.ir.indexing import Slice
+    from chainrule.ir.nodes import Binding, Block, Call, Var
+    from chainrule.ir.types import TensorType
+    from chainrule.transform.reverse.control import _remade_views
+
+    y = Var("y", TensorType((6,), "f64"))
+    view = Var("v", TensorType((5,), "f64"))
+    out = Var("o", TensorType((5,), "f64"))
+    made = [Binding(view, Call(ops.index, [y], {"key": (Slice(None, 5, None),)}))]
+    backward = Block([Binding(out, Call(ops.sin, [view], {}))], out)
+    _, residuals = _remade_views(backward, [view], made, {y, view})
+    assert residuals == [view]  # pushed: y is not in the backward
+    again, residuals = _remade_views(backward, [view, y], made, {y, view})
+    assert residuals == [y] and list(again.bindings[0].value.args) == [y]  # made from y
