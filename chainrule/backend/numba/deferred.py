@@ -243,7 +243,7 @@ def _matmul(w, args, types, out, attrs, depth):
     product of two matrices, or a long sum, stays ``np.dot``'s."""
     a, b = types
     k = a.shape[-1]
-    if a.ndim < 2 or b.ndim < 2 or max(a.ndim, b.ndim) < 3 or k > MATMUL_TERMS:
+    if a.ndim < 2 or b.ndim < 2 or max(a.ndim, b.ndim) < 3 or not 0 < k <= MATMUL_TERMS:
         raise NoElements
     dt = str(out.dtype)
     a_shape = out.shape[:-2] + a.shape[-2:]
@@ -302,6 +302,9 @@ ELEMENTS: dict = {
     **{OPS[name]: _unit_axes for name in ("reshape", "expand_dims", "squeeze")},
 }
 REDUCTIONS = ("sum", "mean", "max", "min", "prod")
+# ops with an element form that read each operand element several times: their operands
+# are stored (deferred, their computation would be repeated for each read)
+READ_SEVERAL_TIMES = frozenset({ops.matmul})
 # ops whose array form is a view of their operand: stored, they would be copies
 VIEWS = frozenset({ops.stop_gradient, ops.permute_dims, ops.index,
                    *(OPS[name] for name in ("reshape", "expand_dims", "squeeze"))})
@@ -319,7 +322,8 @@ def element_maker(op: Op):
 def reads_elements(op: Op) -> bool:
     """Whether ``op`` can read a deferred operand element by element, each once (a
     matmul reads each of its operands' elements several times: they are stored)."""
-    return op.reduction in REDUCTIONS or element_maker(op) is not None and op is not ops.matmul
+    return op.reduction in REDUCTIONS or (element_maker(op) is not None
+                                          and op not in READ_SEVERAL_TIMES)
 
 
 def deferrable_vars(fn: Function) -> set:

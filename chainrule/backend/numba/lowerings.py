@@ -463,24 +463,17 @@ def _index(e: Emit) -> str:
     return f"{x}[{_key(e, e.args[1:])}]"
 
 
-def _index_add(e: Emit) -> str:
-    """x.at[key].add(g): a copy of x with g added there (an index array's positions
-    must be distinct, as when the code generator writes ``t[key] += g``)."""
-    base, g, *arrays = e.args
-    if any(t.shape for t in e.types[2:]):
-        return _update_at_positions(e, add=True)
-    out = e.temp(f"{base}.copy()")
-    e.line(f"{out}[{_key(e, arrays)}] += {g}")
-    return out
-
-
-def _index_set(e: Emit) -> str:
-    base, g, *arrays = e.args
-    if any(t.shape for t in e.types[2:]):
-        return _update_at_positions(e, add=False)
-    out = e.temp(f"{base}.copy()")
-    e.line(f"{out}[{_key(e, arrays)}] = {g}")
-    return out
+def _update(add: bool):
+    """x.at[key].add(g) / .set(g): a copy of x with g added (or written) there; at an
+    array of positions, ``_update_at_positions``."""
+    def lower(e: Emit) -> str:
+        base, g, *arrays = e.args
+        if any(t.shape for t in e.types[2:]):
+            return _update_at_positions(e, add=add)
+        out = e.temp(f"{base}.copy()")
+        e.line(f"{out}[{_key(e, arrays)}] {'+=' if add else '='} {g}")
+        return out
+    return lower
 
 
 def _update_at_positions(e: Emit, add: bool) -> str:
@@ -524,8 +517,8 @@ def _scatter(update: str):
 
 
 LOWERINGS[ops.index] = _index
-LOWERINGS[ops.index_add] = _index_add
-LOWERINGS[OPS["index_set"]] = _index_set
+LOWERINGS[ops.index_add] = _update(add=True)
+LOWERINGS[OPS["index_set"]] = _update(add=False)
 LOWERINGS[OPS["index_multiply"]] = _scatter("{0} * {1}")
 LOWERINGS[OPS["index_min"]] = _scatter("np.minimum({0}, {1})")
 LOWERINGS[OPS["index_max"]] = _scatter("np.maximum({0}, {1})")

@@ -464,30 +464,31 @@ def _stack_alloc(w: _Writer, var: Var, v: Call, depth: int) -> None:
             v.args[0].type.shape):
         raise Unsupported("a stack sized by a value that is not a number")
     leaves = _elem_leaves(v.attrs["elem"])
-    if type(v.args[0]) is Constant and depth == 1:  # once a call: the program's workspace
-        rows = max(int(v.args[0].data), 0)
-        size = rows * sum(leaf.size * leaf.dtype.numpy.itemsize for leaf in leaves)
-        if size + sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d in w.workspace) <= (
-                policy.NATIVE_WORKSPACE_BYTES):
-            bufs = []
-            for leaf in leaves:
-                w.workspace.append(((rows, *leaf.shape), leaf.dtype.numpy.str))
-                bufs.append(f"b{len(w.workspace) - 1}")
-            n = w.fresh()
-            w.out(depth, f"{n} = 0")
-            w.where[var] = ("S", tuple(bufs), n)
-            return
-    rows = w.fresh()
-    w.out(depth, f"{rows} = max({trips}, 0)")
     bufs = []
-    for leaf in leaves:
-        buf = w.fresh()
-        w.out(depth, f"{buf} = np.empty(({rows}, {', '.join(map(str, leaf.shape))}"
-                     f"{',' if not leaf.shape else ''}), {dtype_name(leaf)})")
-        bufs.append(buf)
+    if type(v.args[0]) is Constant and depth == 1 and _fits_workspace(w, v.args[0], leaves):
+        rows = max(int(v.args[0].data), 0)  # once a call: the program's workspace
+        for leaf in leaves:
+            w.workspace.append(((rows, *leaf.shape), leaf.dtype.numpy.str))
+            bufs.append(f"b{len(w.workspace) - 1}")
+    else:
+        rows = w.fresh()
+        w.out(depth, f"{rows} = max({trips}, 0)")
+        for leaf in leaves:
+            buf = w.fresh()
+            w.out(depth, f"{buf} = np.empty({shape_text((rows, *leaf.shape))}, "
+                         f"{dtype_name(leaf)})")
+            bufs.append(buf)
     n = w.fresh()
     w.out(depth, f"{n} = 0")
     w.where[var] = ("S", tuple(bufs), n)
+
+
+def _fits_workspace(w: _Writer, trips: Constant, leaves: list) -> bool:
+    """Whether rows for ``trips`` pushes of ``leaves`` fit the workspace's bound."""
+    rows = max(int(trips.data), 0)
+    size = rows * sum(leaf.size * leaf.dtype.numpy.itemsize for leaf in leaves)
+    held = sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d in w.workspace)
+    return size + held <= policy.NATIVE_WORKSPACE_BYTES
 
 
 def _stack_push(w: _Writer, var: Var, v: Call, depth: int) -> None:

@@ -239,3 +239,34 @@ def test_a_concatenation_of_many_pieces_stays_one_call():
     text = _agree(lambda x: cnp.concatenate([x[i:i + 1] * 2.0 for i in range(40)] + [x]) + 1.0,
                   X[:40])
     assert "np.concatenate" in text, text
+
+
+@pytest.mark.parametrize("trips", ["3", "n"])
+def test_preallocated_stacks_of_numbers(trips):
+    """``stack_alloc`` of scalars: rows in the workspace when the trip count is a number
+    known at compile time, else a buffer made at the call; pops give the pushes back in
+    reverse order."""
+    module = cr.parse(f"""
+def main(x: f64, n: i64) -> f64:
+    s0 = stack_alloc({trips}, elem=f64, slot='x')
+    s1 = stack_push(s0, x)
+    y = multiply(x, 2.0)
+    s2 = stack_push(s1, y)
+    t = stack_pop(s2)
+    a = t[0]
+    s3 = t[1]
+    u = stack_pop(s3)
+    b = u[0]
+    r = subtract(a, b)
+    return r
+""")
+    src = program_source(module, "main")
+    assert bool(src.workspace) == (trips == "3"), src.text
+    got = LoopProgram(src, module["main"]).build()(1.5, 3)
+    assert got == compile_module(module, "main")(1.5, 3) == 1.5
+
+
+def test_a_product_of_empty_sums_is_written_on_arrays():
+    a, b = np.ones((3, 2, 0)), np.ones((3, 0, 4))
+    text = _agree(lambda a, b: (a @ b) + 1.0, a, b)
+    assert "matmul_batched" in text or "np.dot" in text, text
