@@ -453,3 +453,16 @@ def test_matmul_of_a_broadcast_stack_moves_its_batch_into_rows(shapes, dtype):
         got, want = fn(left, right), np.matmul(left, right)
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-13)
+
+
+def test_matmul_of_a_stack_of_symbolic_size_is_numpys():
+    """A stack whose size is symbolic is multiplied by NumPy's own broadcasting (the
+    merged forms need the sizes)."""
+    m = cr.parse("""
+def main(a: f64[n, 22, 3, 3], b: f64[22, 3, 3]) -> f64[n, 22, 3, 3]:
+    c = matmul(a, b)
+    return c
+""")
+    fn = compile_module(m, "main")
+    a, b = rng.uniform(-1, 1, (5, 22, 3, 3)), rng.uniform(-1, 1, (22, 3, 3))
+    np.testing.assert_allclose(fn(a, b), a @ b, rtol=1e-14)
