@@ -52,7 +52,15 @@ from ...ir.op import OPS, Op
 from ...ir.types import TensorType
 from ...ir.visitor import atoms_of, nested_blocks
 from .small import Small
-from .source import NP_NAME, Unfusable, _cast, _extreme, literal, scalar_form, shape_text
+from .source import (
+    NP_NAME,
+    Unfusable,
+    _cast,
+    literal,
+    reduction_start,
+    scalar_form,
+    shape_text,
+)
 
 __all__ = ["Deferred", "MAX_CHAIN", "deferrable_vars", "element_form", "store"]
 
@@ -386,8 +394,7 @@ def _reduce(w, kind: str, form, t: TensorType, out: TensorType, attrs, depth: in
 
     def item(at: list) -> str:
         return _cast(read(w, form, t, at, t.shape, depth), str(t.dtype), dt)
-    init = {"sum": literal(0, dt), "mean": literal(0, dt), "prod": literal(1, dt),
-            "max": _extreme(dt, low=True), "min": _extreme(dt, low=False)}[kind]
+    init = reduction_start(kind, dt)
 
     def combine(acc: str, x: str) -> str:
         return {"sum": f"({acc} + {x})", "mean": f"({acc} + {x})", "prod": f"({acc} * {x})",

@@ -367,9 +367,7 @@ class _Writer:
         acc_dt = "f64" if kind == "mean" and dt not in ("f32", "f64") else dt
         acc = f"acc{len(setup)}"
         item = _cast(read(src, space), src_t.dtype, acc_dt)
-        init = {"sum": literal(0, acc_dt), "mean": literal(0, acc_dt),
-                "prod": literal(1, acc_dt), "max": _extreme(acc_dt, low=True),
-                "min": _extreme(acc_dt, low=False)}[kind]
+        init = reduction_start(kind, acc_dt)
         if out_t.shape:
             setup.append(f"{acc} = np.full({shape_text(out_t.shape)}, {init}, "
                          f"{NP_NAME[acc_dt]})")
@@ -393,6 +391,14 @@ class _Writer:
             else:
                 after.append(f"{acc} = {acc} / {literal(count, acc_dt)}")
         return acc
+
+
+def reduction_start(kind: str, dt: str) -> str:
+    """The text of a reduction's starting value in dtype ``dt``: 0 for ``sum`` and
+    ``mean``, 1 for ``prod``, the lowest value for ``max``, the highest for ``min``."""
+    if kind in ("sum", "mean", "prod"):
+        return literal(1 if kind == "prod" else 0, dt)
+    return _extreme(dt, low=kind == "max")
 
 
 def _extreme(dt: str, low: bool) -> str:
