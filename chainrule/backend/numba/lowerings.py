@@ -295,6 +295,9 @@ LOWERINGS[ops.log_softmax] = _softmax(True)
 
 def _matmul(e: Emit) -> str:
     a, b = e.types
+    if a.shape[-1] == 0:  # sums of no products (numba's np.dot left them unwritten)
+        return f"np.zeros({shape_text(e.out.shape)}, {dtype_name(e.out)})" if e.out.shape \
+            else e.writer.zero(e.out)
     if a.ndim in (1, 2) and b.ndim in (1, 2):
         return f"np.dot({_contiguous(e.args[0])}, {_contiguous(e.args[1])})"
     if a.ndim < 2 or b.ndim < 2:
